@@ -1,0 +1,131 @@
+"""The `gpuc` command line. Exit codes: 0 ok, 1 findings (infeasible, diff gate), 2 bad input.
+
+Heavy modules are imported inside each command so that `gpuc --help` starts instantly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Callable
+
+EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
+
+
+def _print_diagnostics(diagnostics, as_json: bool) -> None:
+    if as_json:
+        return
+    for d in diagnostics:
+        print(d.render(), file=sys.stderr)
+
+
+def _guarded(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """Turn input errors into exit codes and messages; never a traceback for bad input."""
+
+    def wrapper(args: argparse.Namespace) -> int:
+        from .diagnostics import InfeasibleError, InputError
+
+        try:
+            return run(args)
+        except InputError as exc:
+            code = EXIT_FINDINGS if isinstance(exc, InfeasibleError) else EXIT_INPUT
+            if getattr(args, "output", "text") == "json":
+                print(json.dumps({"ok": False, "exitCode": code,
+                                  "diagnostics": [d.as_dict() for d in exc.diagnostics]}, indent=2))
+            else:
+                _print_diagnostics(exc.diagnostics, False)
+                errors = sum(1 for d in exc.diagnostics if d.severity == "error")
+                print(f"gpuc: {errors} error(s); nothing was written", file=sys.stderr)
+            return code
+
+    return wrapper
+
+
+@_guarded
+def cmd_validate(args: argparse.Namespace) -> int:
+    from .pipeline import compile_fleet
+
+    compilation = compile_fleet(args.fleet)
+    if args.output == "json":
+        print(json.dumps({"ok": True, "clusters": sorted(compilation.clusters),
+                          "warnings": [w.as_dict() for w in compilation.warnings]}, indent=2))
+    else:
+        _print_diagnostics(compilation.warnings, False)
+        total = sum(len(c.objects) for c in compilation.clusters.values())
+        print(f"ok: {len(compilation.fleet.workloads)} workload(s) on {len(compilation.clusters)} cluster(s) compile to {total} object(s)")
+    return EXIT_OK
+
+
+@_guarded
+def cmd_render(args: argparse.Namespace) -> int:
+    from .emit.tree import cluster_files, write_tree
+    from .pipeline import compile_fleet
+
+    compilation = compile_fleet(args.fleet, args.cluster)
+    trees = {name: cluster_files(compiled) for name, compiled in compilation.clusters.items()}
+    write_tree(Path(args.out), trees, prune_other_clusters=args.cluster is None)
+    if args.output == "json":
+        print(json.dumps({"ok": True, "out": str(args.out),
+                          "clusters": {n: sorted(files) for n, files in trees.items()},
+                          "warnings": [w.as_dict() for w in compilation.warnings]}, indent=2))
+    else:
+        _print_diagnostics(compilation.warnings, False)
+        for name, compiled in compilation.clusters.items():
+            print(f"{name}: {len(compiled.objects)} objects, {len(compiled.releases)} Helm releases -> {Path(args.out) / name}")
+    return EXIT_OK
+
+
+@_guarded
+def cmd_explain(args: argparse.Namespace) -> int:
+    from .diagnostics import Diagnostic, InputError
+    from .emit.explain import explain_data, explain_text
+    from .pipeline import compile_fleet
+
+    compilation = compile_fleet(args.fleet)
+    if compilation.fleet.workload(args.workload) is None:
+        names = [f"{w.model.metadata.namespace}/{w.model.metadata.name}" for w in compilation.fleet.workloads]
+        raise InputError([Diagnostic(str(args.fleet), 0, "WORKLOAD", f"no workload named '{args.workload}'",
+                                     f"workloads: {', '.join(names)}")])
+    data = explain_data(compilation, args.workload)
+    print(json.dumps(data, indent=2) if args.output == "json" else explain_text(data), end="" if args.output != "json" else "\n")
+    return EXIT_OK
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from .emit.schema import input_schema
+
+    print(json.dumps(input_schema(), indent=2, sort_keys=True))
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gpuc", description="Compile GPU intents into the Kubernetes DRA stack.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, func, help_text: str, fleet: bool = True) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if fleet:
+            p.add_argument("fleet", metavar="FLEET", help="fleet directory (clusters/ and workloads/)")
+        p.add_argument("--output", choices=("text", "json"), default="text", help="output format")
+        p.set_defaults(func=func)
+        return p
+
+    add("validate", cmd_validate, "check the intents and compile them, without writing anything")
+    render = add("render", cmd_render, "write the rendered tree Argo CD consumes")
+    render.add_argument("-o", "--out", required=True, help="output directory (one sub-directory per cluster)")
+    render.add_argument("--cluster", help="render only this cluster")
+    explain = add("explain", cmd_explain, "show sizing, pools and objects behind one workload")
+    explain.add_argument("workload", metavar="WORKLOAD", help="workload name or namespace/name")
+    add("schema", cmd_schema, "print the JSON Schema of the input kinds", fleet=False)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""Findings about user input, and the one exception that carries them out of the pipeline.
+
+Every finding names a file, a line and a field path, because a platform engineer reading CI output
+must be able to jump to the mistake without reading gpuc's source.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Iterable, Literal, Sequence
+
+Severity = Literal["error", "warning"]
+Path = tuple[str | int, ...]
+
+
+def format_path(path: Sequence[str | int]) -> str:
+    """`("spec", "gpu", "mig", "slices", 0, "profile")` -> `spec.gpu.mig.slices[0].profile`."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(document)"
+
+
+@dataclass(frozen=True, order=True)
+class Diagnostic:
+    file: str
+    line: int
+    path: str
+    message: str
+    hint: str = ""
+    severity: Severity = "error"
+
+    def render(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        text = f"{where}: {self.severity}: {self.path}: {self.message}"
+        if self.hint:
+            text += "\n    hint: " + self.hint.replace("\n", "\n          ")
+        return text
+
+    def as_dict(self) -> dict:
+        return {
+            "file": self.file,
+            "line": self.line,
+            "path": self.path,
+            "severity": self.severity,
+            "message": self.message,
+            "hint": self.hint,
+        }
+
+
+@dataclass
+class InputError(Exception):
+    """Raised when input cannot be compiled; carries every finding, not just the first."""
+
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return "\n".join(d.render() for d in self.diagnostics)
+
+
+class Findings:
+    """Collects diagnostics across a stage so users see all their mistakes in one run."""
+
+    def __init__(self) -> None:
+        self._items: list[Diagnostic] = []
+
+    def add(self, diagnostic: Diagnostic) -> None:
+        self._items.append(diagnostic)
+
+    def extend(self, diagnostics: Iterable[Diagnostic]) -> None:
+        self._items.extend(diagnostics)
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self._items if d.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Diagnostic]:
+        return [d for d in self._items if d.severity == "warning"]
+
+    def raise_if_errors(self) -> None:
+        if self.errors:
+            raise InputError(sorted(set(self._items)))
+
+    def all(self) -> list[Diagnostic]:
+        return sorted(set(self._items))
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """A "did you mean 'x'?" suffix, or "" when nothing is close."""
+    choices = list(choices)
+    lowered = {c.lower(): c for c in choices}
+    if word.lower() in lowered and lowered[word.lower()] != word:
+        return f"did you mean '{lowered[word.lower()]}'?"
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    if close:
+        return f"did you mean '{close[0]}'?"
+    return ""
+
+
+def one_of(choices: Iterable[str]) -> str:
+    return ", ".join(f"'{c}'" for c in choices)
+
+
+class InfeasibleError(InputError):
+    """Valid input the clusters cannot satisfy (exit code 1 rather than 2)."""

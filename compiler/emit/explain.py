@@ -1,0 +1,100 @@
+"""`gpuc explain`: the arithmetic and decisions behind one workload, per cluster it runs on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..lower.graph import CompiledCluster
+from ..pipeline import Compilation
+from ..plan import WorkloadPlan
+from ..plan.sizing import GIB, Sizing
+
+
+def _gib(n: float) -> str:
+    return f"{n / GIB:.1f} GiB"
+
+
+def sizing_lines(s: Sizing) -> list[str]:
+    shape = s.shape
+    lines = [
+        f"model: {s.parameters / 1e9:g}B parameters at {s.precision}",
+        f"  weights  = {s.parameters / 1e9:g}e9 x {s.weight_bytes_per_param:g} B x {s.overhead:g} overhead = {_gib(s.weights)}",
+        f"  KV/token = 2 x {shape.layers} layers x {shape.kv_heads} KV heads x {shape.head_dim} head dim x "
+        f"{s.kv_element_bytes} B = {s.kv_per_token:,} B   (shape of {shape.name})",
+        f"  KV cache = {s.kv_per_token:,} B x {s.context_length:,} tokens x {s.concurrency} sequences = {_gib(s.kv_cache)}",
+        f"  need     = {_gib(s.weights)} + {_gib(s.kv_cache)} = {_gib(s.need)}",
+    ]
+    for name, need in s.shared_with:
+        lines.append(f"  + {_gib(need)} for {name}, which shares the same GPUs (share group) = {_gib(s.total_need)}")
+    if s.auto:
+        lines.append("count: auto, smallest of 1, 2, 4, 8 GPUs whose share fits a serving pool:")
+        lines.extend(f"  {step}" for step in s.steps)
+    if s.count:
+        lines.append(f"=> {s.count} GPU(s) per replica, {_gib(s.per_gpu)} per GPU; NIMCache tensorParallelism \"{s.count}\"")
+    else:
+        lines.append("=> does not fit: no pool has GPUs large enough, even at 8 per replica")
+    return lines
+
+
+def explain_data(compilation: Compilation, workload_ref: str) -> dict[str, Any]:
+    intent = compilation.fleet.workload(workload_ref)
+    assert intent is not None
+    key = f"{intent.model.metadata.namespace}/{intent.model.metadata.name}"
+    out: dict[str, Any] = {"workload": key, "source": intent.ref, "clusters": []}
+    for compiled in compilation.clusters.values():
+        plan = next((p for p in compiled.plan.workloads if f"{p.namespace}/{p.name}" == key), None)
+        if plan is None:
+            continue
+        out["clusters"].append(_cluster_entry(compiled, plan, key))
+    return out
+
+
+def _cluster_entry(compiled: CompiledCluster, plan: WorkloadPlan, key: str) -> dict[str, Any]:
+    c = compiled.cluster
+    claim = compiled.claims.get(key)
+    objects = [f"{o.kind} {o.namespace + '/' if o.namespace else ''}{o.name}"
+               for o in compiled.sorted_objects()
+               if o.component == f"workload/{key}" or (claim and o.name == claim.name and o.kind == claim.kind)]
+    entry: dict[str, Any] = {
+        "cluster": c.name,
+        "kubernetes": c.api.kubernetes,
+        "resourceApi": c.api.api_version,
+        "draDriver": c.spec.dra_driver.version,
+        "pools": [{"pool": m.pool.name, "serves": m.ok, "reason": m.reason} for m in plan.matches],
+        "gpusPerReplica": plan.gpus,
+        "tensorParallelism": plan.tensor_parallelism if plan.workload.spec.model else None,
+        "minMemorySelector": f"{plan.min_memory_gib}Gi" if plan.min_memory_gib else None,
+        "claim": {"kind": claim.kind, "name": claim.name, "namespace": claim.namespace, "requests": list(claim.requests)} if claim else None,
+        "computeDomainChannel": compiled.channels.get(key),
+        "sizing": sizing_lines(plan.sizing) if plan.sizing else None,
+        "objects": objects,
+    }
+    return entry
+
+
+def explain_text(data: dict[str, Any]) -> str:
+    lines = [f"# {data['workload']}  ({data['source']})"]
+    if not data["clusters"]:
+        lines.append("\nThe workload targets no compiled cluster.")
+    for c in data["clusters"]:
+        lines.append("")
+        lines.append(f"## cluster {c['cluster']}: Kubernetes {c['kubernetes']} ({c['resourceApi']}), DRA driver {c['draDriver']}")
+        lines.append("pools:")
+        for p in c["pools"]:
+            lines.append(f"  {'+' if p['serves'] else '-'} {p['pool']}" + ("" if p["serves"] else f": {p['reason']}"))
+        if c["sizing"]:
+            lines.extend(c["sizing"])
+        elif c["gpusPerReplica"]:
+            lines.append(f"GPUs per replica: {c['gpusPerReplica']} (set in the intent)")
+        if c["minMemorySelector"]:
+            lines.append(f"selector added by sizing: GPU memory >= {c['minMemorySelector']}")
+        if c["claim"]:
+            cl = c["claim"]
+            lines.append(f"claim: {cl['kind']} {cl['namespace']}/{cl['name']} (requests: {', '.join(cl['requests'])})")
+            field = "resourceClaimTemplateName" if cl["kind"] == "ResourceClaimTemplate" else "resourceClaimName"
+            lines.append(f"  pods attach it with spec.resourceClaims: [{{name: gpu, {field}: {cl['name']}}}]")
+        if c["computeDomainChannel"]:
+            lines.append(f"  and the ComputeDomain channel: {{name: channel, resourceClaimTemplateName: {c['computeDomainChannel']}}}")
+        lines.append("objects:")
+        lines.extend(f"  {o}" for o in c["objects"])
+    return "\n".join(lines) + "\n"

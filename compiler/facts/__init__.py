@@ -1,0 +1,18 @@
+"""Data tables gpuc compiles against: GPU catalog and MIG geometry, DRA driver releases, chart keys,
+Kubernetes API facts, operator facts, model shapes. The tables live in `data/*.yaml`; the modules
+here only give them types, so that a new GPU or driver release is a data change, not a code change.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+
+@lru_cache(maxsize=None)
+def load_table(name: str) -> Any:
+    text = resources.files(__package__).joinpath("data", f"{name}.yaml").read_text(encoding="utf-8")
+    return yaml.safe_load(text)

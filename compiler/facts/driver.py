@@ -1,0 +1,166 @@
+"""DRA driver release facts (data/dra_driver.yaml, data/dra_chart_values.yaml) as typed records."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from . import load_table
+
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?$")
+
+
+@dataclass(frozen=True)
+class ChartRef:
+    name: str
+    repository: str  # https://... Helm repo or oci://... registry path
+    version: str
+
+    @property
+    def is_oci(self) -> bool:
+        return self.repository.startswith("oci://")
+
+
+@dataclass(frozen=True)
+class DriverLine:
+    id: str
+    order: int
+    versions: str
+    chart_name: str
+    chart_repository: str
+    image: str
+    has_feature_gates: bool
+    numnodes_required: bool
+    mig_device_name: str
+
+    def at_least(self, line_id: str) -> bool:
+        return self.order >= line_order(line_id)
+
+    def at_most(self, line_id: str) -> bool:
+        return self.order <= line_order(line_id)
+
+
+@dataclass(frozen=True)
+class GateFact:
+    name: str
+    since: str
+    default: bool
+    stage: str
+    build: str = ""  # non-empty when only a fork build has the gate
+
+
+@lru_cache(maxsize=None)
+def driver_lines() -> dict[str, DriverLine]:
+    lines = {}
+    for entry in load_table("dra_driver")["lines"]:
+        lines[entry["id"]] = DriverLine(
+            id=entry["id"],
+            order=entry["order"],
+            versions=entry["versions"],
+            chart_name=entry["chart"]["name"],
+            chart_repository=entry["chart"]["repository"],
+            image=entry["image"],
+            has_feature_gates=entry["featureGates"],
+            numnodes_required=entry["computeDomainNumNodes"] == "required",
+            mig_device_name=entry["migDeviceName"],
+        )
+    return lines
+
+
+def line_order(line_id: str) -> int:
+    return driver_lines()[line_id].order
+
+
+def parse_driver_version(version: str) -> DriverLine:
+    """`25.12.0` -> the 25.12 line. Raises ValueError with the supported list on anything else."""
+    match = _VERSION.match(version.strip())
+    supported = ", ".join(line.versions for line in driver_lines().values())
+    if not match:
+        raise ValueError(f"'{version}' is not a driver version like 25.12.0 or 0.4.1 (supported: {supported})")
+    line_id = f"{int(match.group(1))}.{int(match.group(2))}"
+    if line_id not in driver_lines():
+        raise ValueError(f"driver {version} is not a release line gpuc knows (supported: {supported})")
+    return driver_lines()[line_id]
+
+
+def chart_for(version: str) -> ChartRef:
+    line = parse_driver_version(version)
+    return ChartRef(line.chart_name, line.chart_repository, version.lstrip("v"))
+
+
+@lru_cache(maxsize=None)
+def gates() -> dict[str, GateFact]:
+    return {
+        name: GateFact(name, str(g["since"]), bool(g["default"]), g["stage"], g.get("build", ""))
+        for name, g in load_table("dra_driver")["gates"].items()
+    }
+
+
+def gates_on(line: DriverLine) -> dict[str, GateFact]:
+    return {n: g for n, g in gates().items() if line.has_feature_gates and line.at_least(g.since)}
+
+
+def logging_gates() -> list[str]:
+    return list(load_table("dra_driver")["loggingGates"])
+
+
+def exclusive_gates() -> list[tuple[str, str]]:
+    return [tuple(pair) for pair in load_table("dra_driver")["exclusiveGates"]]  # type: ignore[misc]
+
+
+def gate_requirements() -> dict[str, str]:
+    return dict(load_table("dra_driver")["gateRequires"])
+
+
+def capability(name: str) -> dict:
+    return dict(load_table("dra_driver")["capabilities"][name])
+
+
+def builtin_device_classes() -> list[str]:
+    return sorted(load_table("dra_driver")["builtinDeviceClasses"])
+
+
+@dataclass(frozen=True)
+class AttributeFact:
+    name: str  # as published: unqualified (driver domain) or domain/name
+    type: str  # string | int | bool | version
+    when: str = ""  # gate that must be on for the attribute to appear
+
+    @property
+    def qualified(self) -> tuple[str, str]:
+        """(domain, id) as CEL sees it: device.attributes[domain].id."""
+        if "/" in self.name:
+            domain, ident = self.name.split("/", 1)
+            return domain, ident
+        return "gpu.nvidia.com", self.name
+
+
+def device_attributes(line: DriverLine, device_type: str) -> dict[str, AttributeFact]:
+    """Attributes a `gpu` or `mig` device publishes on this driver line."""
+    out = {}
+    for name, a in load_table("dra_driver")["attributes"][device_type].items():
+        if "since" in a and not line.at_least(str(a["since"])):
+            continue
+        if "until" in a and not line.at_most(str(a["until"])):
+            continue
+        out[name] = AttributeFact(name, a["type"], a.get("when", ""))
+    return out
+
+
+def device_capacities(device_type: str) -> list[str]:
+    return list(load_table("dra_driver")["capacities"][device_type])
+
+
+@dataclass(frozen=True)
+class ChartKey:
+    path: str
+    kind: str  # leaf | list | map
+
+
+def chart_keys(line: DriverLine) -> dict[str, ChartKey]:
+    keys = {}
+    for path, k in load_table("dra_chart_values")["keys"].items():
+        if line.at_least(str(k["since"])) and ("until" not in k or line.at_most(str(k["until"]))):
+            keys[path] = ChartKey(path, k["kind"])
+    return keys

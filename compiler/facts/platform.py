@@ -1,0 +1,79 @@
+"""Kubernetes, operator and model-shape facts (data/kubernetes.yaml, operators.yaml, models.yaml)."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from . import load_table
+
+_K8S = re.compile(r"^v?1\.(\d+)(?:\.\d+)?$")
+
+
+@dataclass(frozen=True)
+class ResourceApi:
+    kubernetes: str  # "1.34"
+    api_version: str  # resource.k8s.io/v1
+    flat_requests: bool  # v1beta1: request fields directly on the request, no `exactly`
+
+    @property
+    def minor(self) -> int:
+        return int(self.kubernetes.split(".")[1])
+
+
+def parse_kubernetes_version(version: str) -> ResourceApi:
+    table = load_table("kubernetes")["resourceApi"]
+    match = _K8S.match(str(version).strip())
+    supported = ", ".join(table)
+    if not match:
+        raise ValueError(f"'{version}' is not a Kubernetes minor version like \"1.34\" (supported: {supported})")
+    key = f"1.{int(match.group(1))}"
+    if key not in table:
+        raise ValueError(f"Kubernetes {key} is not supported: DRA with structured parameters needs 1.32 or newer "
+                         f"and gpuc knows {supported}")
+    entry = table[key]
+    return ResourceApi(key, entry["version"], entry["requestShape"] == "flat")
+
+
+def dra_limits() -> dict[str, int]:
+    return dict(load_table("kubernetes")["limits"])
+
+
+def gpu_operator() -> dict:
+    return load_table("operators")["gpuOperator"]
+
+
+def nim_operator() -> dict:
+    return load_table("operators")["nimOperator"]
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """Lenient numeric tuple of a version string ("v3.1.2" -> (3, 1, 2)) for ordering only."""
+    return tuple(int(x) for x in re.findall(r"\d+", version.split("-")[0])[:3])
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    name: str
+    parameters: float
+    layers: int
+    kv_heads: int
+    head_dim: int
+
+
+@lru_cache(maxsize=None)
+def model_shapes() -> tuple[ModelShape, ...]:
+    return tuple(
+        ModelShape(s["name"], float(s["parameters"]), s["layers"], s["kvHeads"], s["headDim"])
+        for s in load_table("models")["shapes"]
+    )
+
+
+def nearest_shape(parameters: float) -> ModelShape:
+    return min(model_shapes(), key=lambda s: (abs(math.log(s.parameters) - math.log(parameters)), s.parameters))
+
+
+def sizing_table() -> dict:
+    return load_table("models")

@@ -1,0 +1,1 @@
+"""Stage 1, load: fleet directory -> YAML documents that remember the line of every field."""

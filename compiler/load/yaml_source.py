@@ -1,0 +1,148 @@
+"""Safe YAML with a line number for every key and item.
+
+PyYAML's safe loader builds plain dicts and forgets where things were. We compose the node graph
+ourselves instead, so that each value remembers its line (errors must point at it), duplicate keys
+are refused (PyYAML keeps the last one silently), and alias expansion is bounded (a "billion laughs"
+document would otherwise expand into gigabytes).
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from ..diagnostics import Diagnostic, InputError, Path, format_path
+
+MAX_FILE_BYTES = 4 * 1024 * 1024
+MAX_NODES = 200_000  # after alias expansion; the whole shipped fleet uses a few thousand
+
+
+@dataclass
+class SourceDoc:
+    """One YAML document: its value plus where each path of it came from."""
+
+    file: str
+    index: int
+    value: Any
+    lines: dict[Path, int] = field(default_factory=dict)
+    start_line: int = 1
+
+    def line_of(self, path: Path) -> int:
+        """Line of `path`, or of its nearest ancestor that exists (a missing field's parent)."""
+        path = tuple(path)
+        while path:
+            if path in self.lines:
+                return self.lines[path]
+            path = path[:-1]
+        return self.start_line
+
+    def error(self, path: Path, message: str, hint: str = "", severity: str = "error") -> Diagnostic:
+        return Diagnostic(self.file, self.line_of(path), format_path(path), message, hint, severity)  # type: ignore[arg-type]
+
+    @property
+    def ref(self) -> str:
+        """`file#doc`, the provenance written into every emitted object."""
+        return f"{self.file}#{self.index}"
+
+
+def _fail(file: str, line: int, message: str, hint: str = "") -> InputError:
+    return InputError([Diagnostic(file, line, "(document)", message, hint)])
+
+
+def decode(data: bytes, file: str) -> str:
+    if len(data) > MAX_FILE_BYTES:
+        raise _fail(
+            file, 0,
+            f"file is {len(data) / 1024 / 1024:.1f} MiB; gpuc reads intent files up to {MAX_FILE_BYTES // 1024 // 1024} MiB",
+            "intent files are short by design; split the fleet into several files or remove generated content",
+        )
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise _fail(file, line, f"file is not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})",
+                    "save the file as UTF-8") from None
+    return text
+
+
+def parse_documents(text: str, file: str) -> list[SourceDoc]:
+    """All non-empty documents of a YAML stream, each with its line map."""
+    loader = yaml.SafeLoader(text)
+    docs: list[SourceDoc] = []
+    try:
+        index = 0
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None or (isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null"):
+                index += 1
+                continue
+            builder = _Builder(loader, file)
+            value = builder.build(node, ())
+            docs.append(SourceDoc(file, index, value, builder.lines, node.start_mark.line + 1))
+            index += 1
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 0
+        problem = exc.problem or str(exc)
+        hint = ""
+        if "\\t" in problem or "tab" in problem.lower() or (mark and _has_tab(text, mark.line)):
+            hint = "YAML indentation must use spaces, not tabs"
+        elif "mapping values are not allowed" in problem:
+            hint = "a value containing ': ' needs quotes, or the line above is indented wrongly"
+        raise _fail(file, line, f"invalid YAML: {problem}" + (f" ({exc.context})" if exc.context else ""), hint) from None
+    except yaml.YAMLError as exc:  # reader errors (control characters) carry no mark
+        raise _fail(file, 0, f"invalid YAML: {exc}") from None
+    finally:
+        loader.dispose()
+    return docs
+
+
+def _has_tab(text: str, line_index: int) -> bool:
+    lines = text.splitlines()
+    return 0 <= line_index < len(lines) and "\t" in lines[line_index]
+
+
+class _Builder:
+    def __init__(self, loader: yaml.SafeLoader, file: str) -> None:
+        self.loader = loader
+        self.file = file
+        self.lines: dict[Path, int] = {}
+        self.count = 0
+
+    def build(self, node: yaml.Node, path: Path) -> Any:
+        self.count += 1
+        if self.count > MAX_NODES:
+            raise _fail(self.file, node.start_mark.line + 1,
+                        f"document expands to more than {MAX_NODES} values (anchors and aliases?)",
+                        "intents do not need YAML aliases; write the values out")
+        self.lines.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            self.loader.flatten_mapping(node)  # resolves `<<` merge keys
+            result: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    raise _fail(self.file, key_node.start_mark.line + 1,
+                                f"{format_path(path)}: mapping keys must be plain strings")
+                key = self.loader.construct_object(key_node)
+                if not isinstance(key, str):
+                    key = str(key) if not isinstance(key, bool) else str(key).lower()
+                if key in result:
+                    raise InputError([Diagnostic(
+                        self.file, key_node.start_mark.line + 1, format_path(path + (key,)),
+                        f"duplicate key '{key}' (first at line {self.lines[path + (key,)]})",
+                        "YAML keeps only one of them; delete or merge the duplicate")])
+                child = path + (key,)
+                self.lines[child] = key_node.start_mark.line + 1
+                result[key] = self.build(value_node, child)
+            return result
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(item, path + (i,)) for i, item in enumerate(node.value)]
+        value = self.loader.construct_object(node)
+        if isinstance(value, (datetime.date, datetime.datetime)):
+            return node.value  # keep dates as the text the user wrote
+        if isinstance(value, bytes):
+            raise _fail(self.file, node.start_mark.line + 1, f"{format_path(path)}: binary values are not supported")
+        return value

@@ -1,0 +1,63 @@
+"""Stage 4, lower: a planned cluster -> its compiled object graph (DESIGN.md section 4, items 1-8)."""
+
+from __future__ import annotations
+
+from ..facts.platform import nim_operator
+from ..facts.driver import ChartRef
+from ..plan import ClusterPlan
+from ..validate.documents import Fleet
+from ..validate.features import cluster_features
+from .argocd import lower_argocd
+from .claims import lower_claims
+from .dra_driver import lower_dra_driver
+from .graph import CompiledCluster, HelmRelease, Wave
+from .node_config import lower_node_config
+from .workload_objects import compute_domain, lower_device_class, namespace_object, nim_objects
+
+RESERVED_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease"}
+
+
+def lower_cluster(plan: ClusterPlan, fleet: Fleet) -> CompiledCluster:
+    cluster = plan.cluster
+    compiled = CompiledCluster(cluster, plan)
+    plans = list(plan.workloads)
+    features = cluster_features(cluster, [p.workload for p in plans])
+
+    compiled.releases.append(lower_dra_driver(cluster, features))
+    releases, objects, labels = lower_node_config(cluster)
+    compiled.releases.extend(releases)
+    compiled.objects.extend(objects)
+    compiled.node_labels = labels
+    if cluster.spec.nim_operator is not None:
+        facts = nim_operator()
+        op = cluster.spec.nim_operator
+        compiled.releases.append(HelmRelease(
+            name=facts["releaseName"], namespace=op.namespace,
+            chart=ChartRef(facts["chart"]["name"], facts["chart"]["repository"], op.version),
+            values={}, wave=Wave.CHARTS, component="nim-operator", source=cluster.intent.ref))
+
+    chart_namespaces = {r.namespace for r in compiled.releases}
+    for namespace in sorted({p.namespace for p in plans} - RESERVED_NAMESPACES - chart_namespaces):
+        first = min((p for p in plans if p.namespace == namespace), key=lambda p: p.name)
+        compiled.objects.append(namespace_object(cluster, namespace, first.intent.ref))
+
+    for cls in fleet.classes.values():
+        compiled.objects.append(lower_device_class(cluster, cls))
+
+    claim_objects, refs = lower_claims(cluster, plans)
+    compiled.objects.extend(claim_objects)
+    compiled.claims = refs
+    for p in plans:
+        cd_name = None
+        if p.workload.spec.gpu.multi_node is not None:
+            cd, channel = compute_domain(cluster, p)
+            compiled.objects.append(cd)
+            compiled.channels[f"{p.namespace}/{p.name}"] = channel
+            cd_name = cd.name
+        if p.workload.spec.model is not None:
+            compiled.objects.extend(nim_objects(p, refs[f"{p.namespace}/{p.name}"], cd_name))
+
+    compiled.objects.sort(key=lambda o: o.sort_key())
+    compiled.releases.sort(key=lambda r: r.name)
+    compiled.gitops = lower_argocd(compiled)
+    return compiled

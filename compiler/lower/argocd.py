@@ -1,0 +1,71 @@
+"""Argo CD Applications for a cluster (DESIGN.md section 4.8).
+
+One multi-source Application per Helm chart (the chart from its repository, the values file from the
+GitOps repository) and one Application for the rendered directory. They live in the rendered
+tree's `argocd/` folder, which an app-of-apps or ApplicationSet points at.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .graph import CompiledCluster, HelmRelease, KubeObject, Wave
+from .meta import make_object
+
+ARGO_API = "argoproj.io/v1alpha1"
+RENDERED_APP_WAVE = Wave.NODE_CONFIG  # after the chart Applications, which are wave 0
+
+
+def values_file(release: HelmRelease) -> str:
+    return f"values/{release.name}.yaml"
+
+
+def _destination(compiled: CompiledCluster, namespace: str | None) -> dict[str, Any]:
+    dest = compiled.cluster.spec.gitops.destination
+    out: dict[str, Any] = {"name": dest.name} if dest.name else {"server": dest.server}
+    if namespace:
+        out["namespace"] = namespace
+    return out
+
+
+def _chart_source(release: HelmRelease, values_path: str) -> dict[str, Any]:
+    chart = release.chart
+    repo = chart.repository.removeprefix("oci://")  # Argo CD names OCI Helm repositories without the scheme
+    return {"repoURL": repo, "chart": chart.name, "targetRevision": chart.version,
+            "helm": {"releaseName": release.name, "valueFiles": [f"$values/{values_path}"]}}
+
+
+def lower_argocd(compiled: CompiledCluster) -> list[KubeObject]:
+    gitops = compiled.cluster.spec.gitops
+    if gitops is None:
+        return []
+    ref = compiled.cluster.intent.ref
+    base = gitops.path.rstrip("/")
+    apps = []
+    for release in compiled.releases:
+        spec = {
+            "project": gitops.project,
+            "destination": _destination(compiled, release.namespace),
+            "sources": [
+                _chart_source(release, f"{base}/{values_file(release)}"),
+                {"repoURL": gitops.repo_url, "targetRevision": gitops.target_revision, "ref": "values"},
+            ],
+            "syncPolicy": {"automated": {"prune": True, "selfHeal": True},
+                           "syncOptions": ["CreateNamespace=true", "ServerSideApply=true"]},
+        }
+        apps.append(make_object(ARGO_API, "Application", f"{compiled.name}-{release.name}", namespace=gitops.namespace,
+                                wave=release.wave, component=f"argocd/{release.component}", source=release.source,
+                                body={"spec": spec}))
+    rendered = {
+        "project": gitops.project,
+        "destination": _destination(compiled, None),
+        "source": {"repoURL": gitops.repo_url, "targetRevision": gitops.target_revision, "path": base},
+        "syncPolicy": {"automated": {"prune": True, "selfHeal": True},
+                       # old claims (hashed names) are pruned only after their replacements are healthy
+                       "syncOptions": ["PruneLast=true"]},
+    }
+    apps.append(make_object(ARGO_API, "Application", f"{compiled.name}-gpuc", namespace=gitops.namespace,
+                            wave=RENDERED_APP_WAVE, component="argocd/rendered", source=ref,
+                            annotations={"argocd.argoproj.io/compare-options": "ServerSideDiff=true"},
+                            body={"spec": rendered}))
+    return apps

@@ -1,0 +1,56 @@
+"""The DRA driver Helm release (DESIGN.md section 4.1): chart and repository by driver line, values
+derived from the cluster and its workloads, then the user's `values` deep-merged on top."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from ..facts.driver import chart_for
+from ..facts.platform import gpu_operator
+from ..validate.features import ClusterFeatures, derived_gates
+from ..validate.resolved import ResolvedCluster
+from .graph import HelmRelease, Wave
+
+
+def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """`override` wins; maps merge key by key, everything else (lists included) is replaced, as in Helm."""
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def driver_values(cluster: ResolvedCluster, features: ClusterFeatures) -> dict[str, Any]:
+    spec = cluster.spec.dra_driver
+    values: dict[str, Any] = {
+        "nvidiaDriverRoot": spec.nvidia_driver_root,
+        "resources": {
+            "gpus": {"enabled": features.gpu_resources},
+            "computeDomains": {"enabled": features.compute_domains},
+        },
+    }
+    if features.gpu_resources:
+        # The chart refuses gpus.enabled without this acknowledgement that no device plugin serves
+        # the same GPUs; gpuc guarantees that by allocation mode per pool.
+        values["gpuResourcesEnabledOverride"] = True
+    gates = derived_gates(cluster.driver, features, spec.fabric)
+    if gates:
+        values["featureGates"] = gates
+    if cluster.driver.at_least("25.12"):
+        values["resourceApiVersion"] = cluster.api.api_version
+    if cluster.mixed_allocation:
+        values["kubeletPlugin"] = {"nodeSelector": {gpu_operator()["draNodeLabel"]: "true"}}
+    return deep_merge(values, spec.values)
+
+
+def lower_dra_driver(cluster: ResolvedCluster, features: ClusterFeatures) -> HelmRelease:
+    chart = chart_for(cluster.spec.dra_driver.version)
+    return HelmRelease(
+        name=chart.name, namespace=cluster.spec.dra_driver.namespace, chart=chart,
+        values=driver_values(cluster, features), wave=Wave.CHARTS, component="dra-driver",
+        source=cluster.intent.ref,
+    )

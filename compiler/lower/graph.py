@@ -1,0 +1,106 @@
+"""The compiled object graph: what every backend (rendered tree, Pulumi, diff, plan) reads.
+
+One `CompiledCluster` per cluster holds plain Kubernetes manifests plus the metadata backends need
+to treat them right: the sync wave (apply order), the component they belong to, the fields whose
+change forces a replacement, and where each came from. Backends never build manifests themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+from ..facts.driver import ChartRef
+from ..plan import ClusterPlan
+from ..validate.resolved import ResolvedCluster
+
+
+class Wave(IntEnum):
+    """Apply order (DESIGN.md section 4.8): charts < node config < classes < claims < NIMCache < NIMService."""
+
+    CHARTS = 0
+    NODE_CONFIG = 1
+    DEVICE_CLASSES = 2
+    CLAIMS = 3
+    NIM_CACHE = 4
+    NIM_SERVICE = 5
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """A field whose change cannot be applied in place, and what happens instead."""
+
+    path: str  # e.g. "spec" or "spec.draResources"
+    effect: str  # how the backends handle it, in words for reviewers
+    delete_first: bool  # the new object cannot coexist with the old one (same name)
+
+
+@dataclass
+class KubeObject:
+    manifest: dict[str, Any]
+    wave: Wave
+    component: str  # "dra-driver", "node-config", "device-classes", "workload/<ns>/<name>", ...
+    source: str  # file#doc
+    replacements: tuple[Replacement, ...] = ()
+    patch: bool = False  # a partial object applied with server-side apply onto an existing one
+
+    @property
+    def api_version(self) -> str:
+        return self.manifest["apiVersion"]
+
+    @property
+    def kind(self) -> str:
+        return self.manifest["kind"]
+
+    @property
+    def name(self) -> str:
+        return self.manifest["metadata"]["name"]
+
+    @property
+    def namespace(self) -> str:
+        return self.manifest["metadata"].get("namespace", "")
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.kind, self.namespace, self.name)
+
+    def sort_key(self) -> tuple:
+        return (int(self.wave), self.kind, self.namespace, self.name)
+
+
+@dataclass
+class HelmRelease:
+    name: str
+    namespace: str
+    chart: ChartRef
+    values: dict[str, Any]
+    wave: Wave
+    component: str
+    source: str
+    create_namespace: bool = True
+
+
+@dataclass
+class CompiledCluster:
+    cluster: ResolvedCluster
+    plan: ClusterPlan
+    objects: list[KubeObject] = field(default_factory=list)
+    releases: list[HelmRelease] = field(default_factory=list)
+    gitops: list[KubeObject] = field(default_factory=list)  # Argo CD Applications (rendered backend only)
+    node_labels: dict[str, dict[str, str]] = field(default_factory=dict)  # pool -> labels
+    claims: dict[str, Any] = field(default_factory=dict)  # "ns/workload" -> ClaimRef it consumes
+    channels: dict[str, str] = field(default_factory=dict)  # "ns/workload" -> ComputeDomain channel template
+
+    @property
+    def name(self) -> str:
+        return self.cluster.name
+
+    def sorted_objects(self) -> list[KubeObject]:
+        return sorted(self.objects, key=KubeObject.sort_key)
+
+
+@dataclass
+class CompiledFleet:
+    clusters: dict[str, CompiledCluster]
+    warnings: list = field(default_factory=list)

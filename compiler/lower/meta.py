@@ -1,0 +1,57 @@
+"""Object metadata every emitted object shares: labels, provenance, sync wave, content-hashed names."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from .graph import KubeObject, Replacement, Wave
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+SOURCE = "gpuc.dev/source"
+WORKLOAD = "gpuc.dev/workload"
+SYNC_WAVE = "argocd.argoproj.io/sync-wave"
+SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+
+
+def content_hash(value: Any, length: int = 8) -> str:
+    """Short stable hash of a JSON-able value: same content, same hash, on any machine."""
+    blob = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:length]
+
+
+def hashed_name(base: str, content: Any, max_length: int = 63) -> str:
+    """`<base>-<hash>`: objects with immutable specs get a new name when their spec changes."""
+    digest = content_hash(content)
+    return f"{base[: max_length - len(digest) - 1].rstrip('-.')}-{digest}"
+
+
+def make_object(
+    api_version: str,
+    kind: str,
+    name: str,
+    *,
+    wave: Wave,
+    component: str,
+    source: str,
+    namespace: str | None = None,
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    body: dict[str, Any] | None = None,
+    replacements: tuple[Replacement, ...] = (),
+    patch: bool = False,
+    managed: bool = True,
+) -> KubeObject:
+    metadata: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        metadata["namespace"] = namespace
+    all_labels = dict(labels or {})
+    if managed:
+        all_labels[MANAGED_BY] = "gpuc"
+    if all_labels:
+        metadata["labels"] = dict(sorted(all_labels.items()))
+    all_annotations = {SOURCE: source, SYNC_WAVE: str(int(wave)), **(annotations or {})}
+    metadata["annotations"] = dict(sorted(all_annotations.items()))
+    manifest = {"apiVersion": api_version, "kind": kind, "metadata": metadata, **(body or {})}
+    return KubeObject(manifest, wave, component, source, replacements, patch)

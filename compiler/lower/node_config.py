@@ -1,0 +1,118 @@
+"""Node configuration (DESIGN.md section 4.2): GPU Operator values or a partial ClusterPolicy, the
+mig-parted ConfigMap, and node labels per pool.
+
+DRA needs CDI on, the device plugin off where DRA allocates (both would hand out the same GPUs), and
+the container toolkit told to ignore NVIDIA_VISIBLE_DEVICES from unprivileged pods. MIG pools get a
+mig-parted config the GPU Operator's MIG manager applies per node label.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from ..facts.driver import ChartRef
+from ..facts.platform import gpu_operator
+from ..validate.resolved import ResolvedCluster, ResolvedPool
+from .graph import HelmRelease, KubeObject, Wave
+from .meta import SYNC_OPTIONS, make_object
+
+SSA_PATCH = "ServerSideApply=true,Prune=false,Delete=false"
+# Where the GPU Operator's driver container mounts the driver; any other root means a host-installed driver.
+OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
+
+
+def _env(pairs: dict[str, str]) -> list[dict[str, str]]:
+    return [{"name": k, "value": v} for k, v in pairs.items()]
+
+
+def _mig_pools(cluster: ResolvedCluster) -> list[ResolvedPool]:
+    return [p for p in cluster.pools if p.mig_layout is not None or p.mig_dynamic]
+
+
+def operator_settings(cluster: ResolvedCluster) -> dict[str, Any]:
+    """The ClusterPolicy fields gpuc owns; the same keys serve as Helm values and as a partial ClusterPolicy."""
+    facts = gpu_operator()
+    has_dra = bool(cluster.dra_pools)
+    has_device_plugin = any(not p.dra for p in cluster.pools)
+    settings: dict[str, Any] = {
+        "cdi": {"enabled": True},
+        "driver": {"enabled": cluster.spec.dra_driver.nvidia_driver_root == OPERATOR_DRIVER_ROOT},
+        "devicePlugin": {"enabled": has_device_plugin},
+    }
+    if has_dra:
+        settings["toolkit"] = {"env": _env(facts["toolkitEnv"])}
+        if has_device_plugin:
+            settings["devicePlugin"]["env"] = _env(facts["devicePluginEnv"])
+    if _mig_pools(cluster):
+        settings["mig"] = {"strategy": "mixed"}
+        settings["migManager"] = {"enabled": True, "config": {"name": facts["migConfigMapName"], "default": "all-disabled"}}
+    return settings
+
+
+def mig_parted_config(cluster: ResolvedCluster) -> dict[str, Any]:
+    """A mig-parted v1 config holding exactly the configs this cluster's pools are labelled with."""
+    configs: dict[str, list[dict[str, Any]]] = {"all-disabled": [{"devices": "all", "mig-enabled": False}]}
+    for pool in _mig_pools(cluster):
+        if pool.mig_dynamic:
+            configs["all-enabled"] = [{"devices": "all", "mig-enabled": True, "mig-devices": {}}]
+            continue
+        entry = {"devices": "all", "mig-enabled": True, "mig-devices": dict(pool.mig_layout or ())}
+        if pool.mig_config and pool.mig_config.startswith("all-"):
+            # Named configs are shared by every pool that uses them: filter by PCI device id per model.
+            entry = {"device-filter": [f"{i}10DE" for i in pool.gpu.pci_device_ids], **entry}
+            items = configs.setdefault(pool.mig_config, [])
+            if entry not in items:
+                items.append(entry)
+        else:
+            configs[pool.mig_config or pool.name] = [entry]
+    return {"version": "v1", "mig-configs": dict(sorted(configs.items()))}
+
+
+def pool_labels(cluster: ResolvedCluster) -> dict[str, dict[str, str]]:
+    facts = gpu_operator()
+    out: dict[str, dict[str, str]] = {}
+    uses_mig = bool(_mig_pools(cluster))
+    for pool in cluster.pools:
+        labels: dict[str, str] = {}
+        if pool.dra:
+            labels[facts["draNodeLabel"]] = "true"
+            if cluster.mixed_allocation:
+                labels[facts["devicePluginDeployLabel"]] = "false"
+        if uses_mig:
+            labels[facts["migConfigLabel"]] = ("all-enabled" if pool.mig_dynamic else pool.mig_config or "all-disabled")
+        out[pool.name] = dict(sorted(labels.items()))
+    return out
+
+
+def lower_node_config(cluster: ResolvedCluster) -> tuple[list[HelmRelease], list[KubeObject], dict[str, dict[str, str]]]:
+    facts = gpu_operator()
+    op = cluster.spec.gpu_operator
+    ref = cluster.intent.ref
+    releases: list[HelmRelease] = []
+    objects: list[KubeObject] = []
+    settings = operator_settings(cluster)
+    if op.mode == "helm":
+        releases.append(HelmRelease(
+            name=facts["releaseName"], namespace=op.namespace,
+            chart=ChartRef(facts["chart"]["name"], facts["chart"]["repository"], op.version or ""),
+            values=settings, wave=Wave.CHARTS, component="gpu-operator", source=ref))
+    elif op.mode == "patch":
+        objects.append(make_object(
+            "nvidia.com/v1", "ClusterPolicy", facts["clusterPolicyName"], wave=Wave.NODE_CONFIG,
+            component="node-config", source=ref, annotations={SYNC_OPTIONS: SSA_PATCH},
+            body={"spec": settings}, patch=True, managed=False))
+    if _mig_pools(cluster):
+        text = yaml.safe_dump(mig_parted_config(cluster), sort_keys=False, default_flow_style=False)
+        objects.append(make_object(
+            "v1", "ConfigMap", facts["migConfigMapName"], namespace=op.namespace, wave=Wave.NODE_CONFIG,
+            component="node-config", source=ref, body={"data": {facts["migConfigMapKey"]: text}}))
+    labels = pool_labels(cluster)
+    for pool in cluster.pools:
+        for node in pool.spec.node_names or []:
+            if labels[pool.name]:
+                objects.append(make_object(
+                    "v1", "Node", node, wave=Wave.NODE_CONFIG, component="node-config", source=ref,
+                    labels=labels[pool.name], annotations={SYNC_OPTIONS: SSA_PATCH}, patch=True, managed=False))
+    return releases, objects, labels

@@ -1,0 +1,102 @@
+"""Objects a workload brings besides its claims: DeviceClasses (4.3), ComputeDomains (4.5),
+NIMCache and NIMService (4.7), and the Namespaces they live in."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..facts.platform import nim_operator
+from ..plan import WorkloadPlan
+from ..validate.documents import Intent
+from ..validate.intents import GpuDeviceClass
+from ..validate.resolved import ResolvedCluster
+from . import selectors as sel
+from .claims import ClaimRef
+from .graph import KubeObject, Replacement, Wave
+from .meta import WORKLOAD, hashed_name, make_object
+
+CD_API = "resource.nvidia.com/v1beta1"
+CD_REPLACEMENT = Replacement("spec", "ComputeDomain specs are immutable: a new ComputeDomain (hashed name) replaces the old one",
+                             delete_first=False)
+NIM_REPLACEMENT = Replacement("spec.draResources", "spec.draResources is immutable: the NIMService is deleted and recreated",
+                              delete_first=True)
+IMMUTABLE_FIELDS = "gpuc.dev/immutable-fields"
+
+
+def lower_device_class(cluster: ResolvedCluster, cls: Intent[GpuDeviceClass]) -> KubeObject:
+    spec = cls.model.spec
+    expressions = [sel.driver_and_type("mig" if spec.mig else "gpu")]
+    if spec.mig:
+        expressions.append(sel.profile_in(sorted({s.profile for s in spec.mig.slices})))
+    expressions.extend(sel.require_selectors(spec.require))
+    return make_object(cluster.api.api_version, "DeviceClass", cls.model.metadata.name, wave=Wave.DEVICE_CLASSES,
+                       component="device-classes", source=cls.ref, body={"spec": {"selectors": sel.selector_list(expressions)}})
+
+
+def compute_domain(cluster: ResolvedCluster, plan: WorkloadPlan) -> tuple[KubeObject, str]:
+    """A ComputeDomain for a multi-node workload, and the channel template name pods consume."""
+    nodes = plan.workload.spec.gpu.multi_node.nodes * max(plan.workload.spec.replicas, 1)
+    core: dict[str, Any] = {"numNodes": nodes} if cluster.driver.numnodes_required else {}
+    name = hashed_name(plan.name, {"kind": "ComputeDomain", **core})
+    channel = f"{name}-channel"
+    spec = {**core, "channel": {"resourceClaimTemplate": {"name": channel}}}
+    obj = make_object(CD_API, "ComputeDomain", name, namespace=plan.namespace, wave=Wave.CLAIMS,
+                      component=f"workload/{plan.namespace}/{plan.name}", source=plan.intent.ref,
+                      labels={WORKLOAD: plan.name}, body={"spec": spec}, replacements=(CD_REPLACEMENT,))
+    return obj, channel
+
+
+def _image(image: str) -> tuple[str, str]:
+    repository, _, tag = image.rpartition(":")
+    return repository, tag
+
+
+def nim_objects(plan: WorkloadPlan, claim: ClaimRef, compute_domain_name: str | None) -> list[KubeObject]:
+    w = plan.workload
+    model = w.spec.model
+    assert model is not None
+    api = nim_operator()["apiVersion"]
+    component = f"workload/{plan.namespace}/{plan.name}"
+    labels = {WORKLOAD: plan.name}
+    ngc: dict[str, Any] = {"modelPuller": model.image, "authSecret": w.spec.secrets.ngc_api_key}
+    if w.spec.secrets.image_pull:
+        ngc["pullSecret"] = w.spec.secrets.image_pull
+    model_sel: dict[str, Any] = {"precision": model.precision, "tensorParallelism": str(plan.tensor_parallelism)}
+    if model.engine:
+        model_sel["engine"] = model.engine
+    ngc["model"] = model_sel
+    pvc = {"create": True, "size": w.spec.cache.size.text, "storageClass": w.spec.cache.storage_class,
+           "volumeAccessMode": w.spec.cache.access_mode}
+    cache = make_object(api, "NIMCache", plan.name, namespace=plan.namespace, wave=Wave.NIM_CACHE, component=component,
+                        source=plan.intent.ref, labels=labels,
+                        body={"spec": {"source": {"ngc": ngc}, "storage": {"pvc": pvc}}})
+
+    repository, tag = _image(model.image)
+    image: dict[str, Any] = {"repository": repository, "tag": tag, "pullPolicy": "IfNotPresent"}
+    if w.spec.secrets.image_pull:
+        image["pullSecrets"] = [w.spec.secrets.image_pull]
+    dra = ({"resourceClaimTemplateName": claim.name} if claim.kind == "ResourceClaimTemplate"
+           else {"resourceClaimName": claim.name})
+    spec: dict[str, Any] = {
+        "image": image,
+        "authSecret": w.spec.secrets.ngc_api_key,
+        "storage": {"nimCache": {"name": plan.name, "profile": ""}},
+        "replicas": w.spec.replicas,
+        "draResources": [dra],
+        "expose": {"service": {"type": w.spec.expose.type, "port": w.spec.expose.port}},
+    }
+    if w.spec.gpu.multi_node is not None and compute_domain_name:
+        spec["multiNode"] = {
+            "backendType": "lws",
+            "parallelism": {"tensor": plan.tensor_parallelism, "pipeline": w.spec.gpu.multi_node.nodes},
+            "computeDomain": {"create": False, "name": compute_domain_name},
+        }
+    service = make_object(api, "NIMService", plan.name, namespace=plan.namespace, wave=Wave.NIM_SERVICE,
+                          component=component, source=plan.intent.ref, labels=labels,
+                          annotations={IMMUTABLE_FIELDS: "spec.draResources"},
+                          body={"spec": spec}, replacements=(NIM_REPLACEMENT,))
+    return [cache, service]
+
+
+def namespace_object(cluster: ResolvedCluster, namespace: str, source: str) -> KubeObject:
+    return make_object("v1", "Namespace", namespace, wave=Wave.NODE_CONFIG, component="namespaces", source=source)

@@ -1,0 +1,110 @@
+"""Stage 3, plan: per cluster, which pools serve each workload and how many GPUs each replica gets.
+
+Inputs are validated intents; outputs are plain records the lowering stage turns into objects.
+A plan finding is not bad input but an intent the cluster cannot satisfy (exit code 1).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..diagnostics import Findings
+from ..validate.documents import Fleet, Intent
+from ..validate.intents import GpuWorkload, Require
+from ..validate.resolved import ResolvedCluster
+from ..validate.rules import share_group_of
+from .matching import PoolMatch, match_pools
+from .sizing import GIB, Sizing, model_bytes, size_model
+
+
+@dataclass(frozen=True)
+class WorkloadPlan:
+    intent: Intent[GpuWorkload]
+    matches: tuple[PoolMatch, ...]
+    gpus: int | None  # full GPUs per pod (per node for multi-node); None for a MIG mix
+    sizing: Sizing | None
+    min_memory_gib: int | None  # per-GPU memory floor sizing adds as a selector
+    share_group: str | None
+
+    @property
+    def workload(self) -> GpuWorkload:
+        return self.intent.model
+
+    @property
+    def name(self) -> str:
+        return self.workload.metadata.name
+
+    @property
+    def namespace(self) -> str:
+        return self.workload.metadata.namespace
+
+    @property
+    def tensor_parallelism(self) -> int:
+        return self.gpus or 1
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    cluster: ResolvedCluster
+    workloads: tuple[WorkloadPlan, ...]
+
+
+def class_require(fleet: Fleet, workload: GpuWorkload) -> Require | None:
+    cls = fleet.classes.get(workload.spec.gpu.class_ or "")
+    return cls.model.spec.require if cls else None
+
+
+def plan_workload(cluster: ResolvedCluster, intent: Intent[GpuWorkload], fleet: Fleet, findings: Findings,
+                  shared_with: tuple[tuple[str, int], ...] = ()) -> WorkloadPlan:
+    w = intent.model
+    gpu = w.spec.gpu
+    matches = tuple(match_pools(cluster, w, class_require(fleet, w)))
+    serving = [m for m in matches if m.ok]
+    if not serving:
+        reasons = "; ".join(f"{m.pool.name}: {m.reason}" for m in matches)
+        findings.add(intent.error(("spec", "gpu"), f"no node pool of cluster '{cluster.name}' can serve this workload ({reasons})",
+                                  "relax gpu.require, or add a matching pool to the cluster"))
+    group = share_group_of(w)
+    if gpu.mig is not None:
+        return WorkloadPlan(intent, matches, None, None, None, group)
+    fixed = gpu.fabric.partition_size if gpu.fabric and gpu.fabric.strategy == "Auto" else None
+    requested = gpu.count if isinstance(gpu.count, int) else None
+    if gpu.count is None and w.spec.model is None:
+        requested = 1
+    sizing = size_model(w.spec.model, list(matches), requested, fixed, shared_with) if w.spec.model is not None else None
+    count = sizing.count if sizing is not None else (fixed or requested)
+    min_memory = None
+    if sizing is not None and serving:
+        if count is None:
+            findings.add(intent.error(("spec", "model"),
+                                      f"the model needs {sizing.total_need / GIB:.1f} GiB and does not fit 8 GPUs of any pool of cluster '{cluster.name}'",
+                                      "use a lower precision, a shorter contextLength or concurrency, or bigger GPUs"))
+        elif sizing.auto:
+            min_memory = math.ceil(sizing.per_gpu / GIB)
+        elif sizing.per_gpu > max(c[1] for c in sizing.candidates):
+            findings.add(intent.warning(("spec", "gpu", "count"),
+                                        f"the model needs {sizing.per_gpu / GIB:.1f} GiB per GPU at {count} GPU(s); the largest GPU "
+                                        f"that can serve it has {max(c[1] for c in sizing.candidates) / GIB:.1f} GiB",
+                                        "use count: auto to size from the model"))
+    if count is not None and serving and count > max(m.pool.spec.gpu.count for m in serving):
+        findings.add(intent.error(("spec", "gpu", "count"),
+                                  f"{count} GPUs per pod, but the pools that can serve it have at most "
+                                  f"{max(m.pool.spec.gpu.count for m in serving)} GPUs per node",
+                                  "a pod's claims are allocated on one node; use multiNode for more"))
+    return WorkloadPlan(intent, matches, count, sizing, min_memory, group)
+
+
+def plan_cluster(cluster: ResolvedCluster, fleet: Fleet, findings: Findings) -> ClusterPlan:
+    workloads = fleet.workloads_on(cluster.name)
+    needs: dict[str, list[tuple[str, int]]] = {}
+    for w in workloads:
+        group = share_group_of(w.model)
+        if group and w.model.spec.model is not None:
+            needs.setdefault(group, []).append((w.model.metadata.name, model_bytes(w.model.spec.model)))
+    plans = []
+    for w in workloads:
+        group = share_group_of(w.model)
+        others = tuple(n for n in needs.get(group or "", []) if n[0] != w.model.metadata.name)
+        plans.append(plan_workload(cluster, w, fleet, findings, others))
+    return ClusterPlan(cluster, tuple(plans))

@@ -1,0 +1,67 @@
+"""Which node pools of a cluster can serve a workload, judged from catalog attributes.
+
+This is the coarse, per-pool view used for sizing and for early error messages. The device-level
+answer (does every pod get its devices) is the allocator's job in `gpuc plan`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..facts.catalog import host_defaults
+from ..validate.intents import GpuWorkload, Require
+from ..validate.resolved import ResolvedCluster, ResolvedPool
+from ..validate.types import normalize_version
+
+
+def _version_key(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in normalize_version(v).split("."))
+
+
+def require_mismatch(pool: ResolvedPool, require: Require | None) -> str:
+    """Why a pool's GPUs fail `require`, or "" when they satisfy it (raw CEL is not judged here)."""
+    if require is None:
+        return ""
+    gpu = pool.gpu
+    if require.architecture and gpu.architecture not in require.architecture:
+        return f"architecture is {gpu.architecture}"
+    if require.product_name and gpu.product_name != require.product_name:
+        return f"productName is '{gpu.product_name}'"
+    if require.min_memory and gpu.memory_bytes < require.min_memory.bytes:
+        return f"memory is {gpu.memory_mib / 1024:.1f}Gi < {require.min_memory}"
+    if require.min_compute_capability and _version_key(gpu.compute_capability) < _version_key(require.min_compute_capability):
+        return f"compute capability is {gpu.compute_capability}"
+    driver = pool.spec.driver_version or host_defaults()["driverVersion"]
+    if require.min_driver_version and _version_key(driver) < _version_key(require.min_driver_version):
+        return f"driver is {driver}"
+    return ""
+
+
+@dataclass(frozen=True)
+class PoolMatch:
+    pool: ResolvedPool
+    reason: str  # "" when the pool can serve the workload
+
+    @property
+    def ok(self) -> bool:
+        return not self.reason
+
+
+def match_pools(cluster: ResolvedCluster, workload: GpuWorkload, class_require: Require | None) -> list[PoolMatch]:
+    gpu = workload.spec.gpu
+    out = []
+    for pool in cluster.pools:
+        reason = ""
+        if not pool.dra:
+            reason = "allocated by the device plugin"
+        elif gpu.mig is not None:
+            missing = [s.profile for s in gpu.mig.slices if s.profile not in pool.mig_profiles]
+            if missing:
+                reason = f"no MIG {', '.join(missing)}"
+        elif not pool.publishes_full_gpus:
+            reason = "GPUs are in static MIG mode (no full-GPU devices)"
+        elif gpu.fabric is not None and gpu.fabric.partition_size and gpu.fabric.partition_size not in pool.partitions:
+            reason = f"no NVLink partitions of {gpu.fabric.partition_size}"
+        reason = reason or require_mismatch(pool, gpu.require) or require_mismatch(pool, class_require)
+        out.append(PoolMatch(pool, reason))
+    return out

@@ -1,0 +1,107 @@
+"""GPU sizing for `count: auto` (DESIGN.md section 5).
+
+need = parameters x bytes(precision) x overhead + KV cache, where
+KV cache = per-token bytes x contextLength x concurrency and
+per-token bytes = 2 x layers x kvHeads x headDim x bytes(KV element).
+The chosen count is the smallest of 1, 2, 4, 8 whose per-GPU share fits the GPU memory of a pool
+that can serve the workload and has that many GPUs on one node.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ..facts.platform import ModelShape, nearest_shape, sizing_table
+from ..validate.intents import ModelSpec
+from .matching import PoolMatch
+
+GIB = 1024**3
+
+
+@dataclass(frozen=True)
+class Sizing:
+    parameters: float
+    precision: str
+    weight_bytes_per_param: float
+    overhead: float
+    weights: int
+    shape: ModelShape
+    kv_element_bytes: int
+    kv_per_token: int
+    context_length: int
+    concurrency: int
+    kv_cache: int
+    need: int
+    candidates: tuple[tuple[str, int, int], ...]  # (pool, GPU memory bytes, GPUs per node)
+    count: int | None  # chosen / requested GPUs per replica; None when nothing fits
+    auto: bool
+    shared_with: tuple[tuple[str, int], ...] = ()  # other members of the share group and their need
+    steps: tuple[str, ...] = field(default=())  # one line per count tried, for `gpuc explain`
+
+    @property
+    def total_need(self) -> int:
+        """What must fit on the claim's GPUs: this model plus the models it shares them with."""
+        return self.need + sum(n for _, n in self.shared_with)
+
+    @property
+    def per_gpu(self) -> int:
+        return math.ceil(self.total_need / self.count) if self.count else self.total_need
+
+
+def model_need(model: ModelSpec) -> tuple[ModelShape, dict]:
+    table = sizing_table()
+    shape = nearest_shape(model.parameters)
+    bpp = float(table["precisionBytes"][model.precision])
+    overhead = float(table["overhead"])
+    weights = math.ceil(model.parameters * bpp * overhead)
+    kv_elem = int(table["kvCacheBytes"][model.precision])
+    kv_token = 2 * shape.layers * shape.kv_heads * shape.head_dim * kv_elem
+    kv = kv_token * model.context_length * model.concurrency
+    return shape, {"bpp": bpp, "overhead": overhead, "weights": weights, "kv_elem": kv_elem, "kv_token": kv_token, "kv": kv}
+
+
+def size_model(model: ModelSpec, matches: list[PoolMatch], requested: int | None, fixed: int | None = None,
+               shared_with: tuple[tuple[str, int], ...] = ()) -> Sizing:
+    """Size a model against the pools that can serve it.
+
+    `requested` is an explicit gpu.count (sizing then only reports the arithmetic); `fixed` is a count
+    another rule imposes (an NVLink partition is allocated whole); `shared_with` lists the models of
+    the same share group, whose memory lands on the same GPUs.
+    """
+    shape, n = model_need(model)
+    need = n["weights"] + n["kv"]
+    total = need + sum(other for _, other in shared_with)
+    candidates = tuple(sorted(((m.pool.name, m.pool.gpu.memory_bytes, m.pool.spec.gpu.count) for m in matches if m.ok),
+                              key=lambda c: (-c[1], c[0])))
+    steps: list[str] = []
+    count: int | None
+    if requested is not None or fixed is not None:
+        count = fixed if fixed is not None else requested
+    else:
+        count = None
+        for tries in sizing_table()["autoCounts"]:
+            share = math.ceil(total / tries)
+            fitting = [c for c in candidates if c[1] >= share and c[2] >= tries]
+            if fitting:
+                steps.append(f"{tries} GPU(s): {share / GIB:.1f} GiB each -> fits pool {fitting[0][0]} "
+                             f"({fitting[0][1] / GIB:.1f} GiB x {fitting[0][2]} per node)")
+                count = tries
+                break
+            largest = max(candidates, key=lambda c: c[1]) if candidates else None
+            steps.append(f"{tries} GPU(s): {share / GIB:.1f} GiB each -> "
+                         + (f"too big for the largest GPU ({largest[1] / GIB:.1f} GiB, pool {largest[0]})"
+                            if largest and largest[1] < share else
+                            "no pool has that many GPUs per node" if largest else "no pool can serve the workload"))
+    return Sizing(
+        parameters=model.parameters, precision=model.precision, weight_bytes_per_param=n["bpp"], overhead=n["overhead"],
+        weights=n["weights"], shape=shape, kv_element_bytes=n["kv_elem"], kv_per_token=n["kv_token"],
+        context_length=model.context_length, concurrency=model.concurrency, kv_cache=n["kv"], need=need,
+        candidates=candidates, count=count, auto=requested is None and fixed is None, steps=tuple(steps),
+        shared_with=shared_with,
+    )
+
+
+def model_bytes(model: ModelSpec) -> int:
+    _, n = model_need(model)
+    return n["weights"] + n["kv"]

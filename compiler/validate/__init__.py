@@ -1,0 +1,1 @@
+"""Stage 2, validate: documents -> typed intents (pydantic) -> cross-object rules -> resolved clusters."""

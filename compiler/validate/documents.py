@@ -1,0 +1,203 @@
+"""YAML documents -> typed intents, with pydantic's errors turned into file:line:field findings."""
+
+from __future__ import annotations
+
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ..diagnostics import Diagnostic, Findings, Path as FieldPath, did_you_mean, format_path, one_of
+from ..load.fleet import FleetFiles
+from ..load.yaml_source import SourceDoc
+from .intents import API_VERSION, KINDS, Cluster, GpuDeviceClass, GpuWorkload
+
+T = TypeVar("T", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Intent(Generic[T]):
+    """A validated document together with where it came from."""
+
+    model: T
+    source: SourceDoc
+
+    def error(self, path: FieldPath, message: str, hint: str = "") -> Diagnostic:
+        return self.source.error(path, message, hint)
+
+    def warning(self, path: FieldPath, message: str, hint: str = "") -> Diagnostic:
+        return self.source.error(path, message, hint, severity="warning")
+
+    @property
+    def ref(self) -> str:
+        return self.source.ref
+
+
+@dataclass
+class Fleet:
+    root: Path
+    clusters: dict[str, Intent[Cluster]] = field(default_factory=dict)
+    workloads: list[Intent[GpuWorkload]] = field(default_factory=list)
+    classes: dict[str, Intent[GpuDeviceClass]] = field(default_factory=dict)
+
+    def workloads_on(self, cluster: str) -> list[Intent[GpuWorkload]]:
+        return [w for w in self.workloads if cluster in target_clusters(w.model, self)]
+
+    def workload(self, ref: str) -> Intent[GpuWorkload] | None:
+        """Find a workload by `name` or `namespace/name`."""
+        for w in self.workloads:
+            m = w.model.metadata
+            if ref in (m.name, f"{m.namespace}/{m.name}"):
+                return w
+        return None
+
+
+def target_clusters(workload: GpuWorkload, fleet: Fleet) -> list[str]:
+    return list(workload.spec.clusters) if workload.spec.clusters is not None else sorted(fleet.clusters)
+
+
+def _strip_union_tags(loc: tuple[Any, ...]) -> FieldPath:
+    """pydantic puts union member names into error locations ('list[MigSlice]'); users never wrote those."""
+    return tuple(p for p in loc if isinstance(p, int) or ("[" not in p and p not in _TAGS and not p.startswith("function-")))
+
+
+_TAGS = {"str", "int", "float", "bool", "list", "dict", "none", "literal['auto']"}
+
+
+def _unwrap(annotation: Any) -> list[Any]:
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _unwrap(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return [x for a in typing.get_args(annotation) for x in _unwrap(a)]
+    if origin in (list, tuple):
+        return _unwrap(typing.get_args(annotation)[0])
+    if origin is dict:
+        return []
+    return [annotation]
+
+
+def _fields_at(model: type[BaseModel], path: FieldPath) -> list[str]:
+    """Aliases allowed at `path` inside `model`, for "did you mean" suggestions."""
+    candidates: list[Any] = [model]
+    for part in path:
+        if isinstance(part, int):
+            continue
+        nxt: list[Any] = []
+        for c in candidates:
+            if isinstance(c, type) and issubclass(c, BaseModel):
+                for name, info in c.model_fields.items():
+                    if (info.alias or name) == part:
+                        nxt.extend(_unwrap(info.annotation))
+        candidates = nxt
+    names: list[str] = []
+    for c in candidates:
+        if isinstance(c, type) and issubclass(c, BaseModel):
+            names.extend(info.alias or name for name, info in c.model_fields.items())
+    return names
+
+
+def _translate(error: dict, doc: SourceDoc, model: type[BaseModel]) -> Diagnostic:
+    path = _strip_union_tags(error["loc"])
+    kind = error["type"]
+    hint = ""
+    if kind == "extra_forbidden":
+        field_name = str(path[-1])
+        allowed = _fields_at(model, path[:-1])
+        message = f"unknown field '{field_name}'"
+        hint = did_you_mean(field_name, allowed) or (f"allowed fields here: {', '.join(sorted(allowed))}" if allowed else "")
+    elif kind == "missing":
+        message = f"required field '{path[-1]}' is missing"
+    elif kind in ("literal_error", "enum"):
+        expected = error.get("ctx", {}).get("expected", "")
+        got = error.get("input")
+        message = f"must be one of {expected}; got {got!r}"
+        choices = [c.strip().strip("'") for c in expected.replace(" or ", ",").split(",") if c.strip()]
+        if isinstance(got, str):
+            hint = did_you_mean(got, choices)
+    elif kind in ("value_error", "assertion_error"):
+        message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    elif kind == "model_type" or kind == "dict_type":
+        message = f"must be a mapping, got {type(error.get('input')).__name__}"
+    elif kind == "list_type":
+        message = f"must be a list, got {type(error.get('input')).__name__}"
+        if isinstance(error.get("input"), (str, int)):
+            hint = f"write it as a list: [{error.get('input')}]"
+    else:
+        message = str(error["msg"])[0].lower() + str(error["msg"])[1:]
+        if "input" in error and not isinstance(error["input"], (dict, list)):
+            message += f", got {error['input']!r}"
+    return doc.error(path, message, hint)
+
+
+def _validate(doc: SourceDoc, model: type[T], findings: Findings) -> T | None:
+    try:
+        return model.model_validate(doc.value)
+    except ValidationError as exc:
+        seen: set[str] = set()
+        for err in exc.errors():
+            d = _translate(err, doc, model)
+            if d.path not in seen:  # a union reports one error per member; the first is enough
+                seen.add(d.path)
+                findings.add(d)
+        return None
+
+
+def _header(doc: SourceDoc, allowed: tuple[str, ...], where: str, findings: Findings) -> str | None:
+    value = doc.value
+    if not isinstance(value, dict):
+        found = "a list" if isinstance(value, list) else f"a {type(value).__name__}"
+        findings.add(doc.error((), f"document is {found}; expected a mapping with apiVersion, kind, metadata and spec",
+                               "remove a leading '- ' if the document was written as a list item"))
+        return None
+    api, kind = value.get("apiVersion"), value.get("kind")
+    if api != API_VERSION:
+        findings.add(doc.error(("apiVersion",), f"apiVersion must be '{API_VERSION}', got {api!r}",
+                               f"set `apiVersion: {API_VERSION}`"))
+        return None
+    if kind not in allowed:
+        suggestion = did_you_mean(str(kind), allowed)
+        elsewhere = kind in KINDS and kind not in allowed
+        hint = (f"{kind} documents belong in {'clusters/' if kind == 'Cluster' else 'workloads/'}" if elsewhere
+                else suggestion or f"{where} holds {one_of(allowed)}")
+        findings.add(doc.error(("kind",), f"kind {kind!r} is not allowed in {where}", hint))
+        return None
+    return kind
+
+
+def build_fleet(files: FleetFiles, findings: Findings) -> Fleet:
+    """Validate every document; collect every error rather than stopping at the first."""
+    fleet = Fleet(files.root)
+    first_seen: dict[tuple[str, str], SourceDoc] = {}
+
+    def register(key: tuple[str, str], doc: SourceDoc) -> bool:
+        if key in first_seen:
+            other = first_seen[key]
+            findings.add(doc.error(("metadata", "name"), f"duplicate {key[0]} '{key[1]}' (also defined at {other.file}:{other.line_of(('metadata', 'name'))})",
+                                   "names must be unique in the fleet; rename one of them"))
+            return False
+        first_seen[key] = doc
+        return True
+
+    for doc in files.clusters:
+        if _header(doc, ("Cluster",), "clusters/", findings) and (c := _validate(doc, Cluster, findings)):
+            if register(("Cluster", c.metadata.name), doc):
+                fleet.clusters[c.metadata.name] = Intent(c, doc)
+    for doc in files.workloads:
+        kind = _header(doc, ("GpuWorkload", "GpuDeviceClass"), "workloads/", findings)
+        if kind == "GpuWorkload" and (w := _validate(doc, GpuWorkload, findings)):
+            if register(("GpuWorkload", f"{w.metadata.namespace}/{w.metadata.name}"), doc):
+                fleet.workloads.append(Intent(w, doc))
+        elif kind == "GpuDeviceClass" and (k := _validate(doc, GpuDeviceClass, findings)):
+            if register(("GpuDeviceClass", k.metadata.name), doc):
+                fleet.classes[k.metadata.name] = Intent(k, doc)
+    fleet.clusters = dict(sorted(fleet.clusters.items()))
+    fleet.classes = dict(sorted(fleet.classes.items()))
+    fleet.workloads.sort(key=lambda w: (w.model.metadata.namespace, w.model.metadata.name))
+    return fleet
+
+
+__all__ = ["Fleet", "Intent", "build_fleet", "target_clusters", "format_path"]

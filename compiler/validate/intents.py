@@ -1,0 +1,252 @@
+"""The input kinds (DESIGN.md section 3) as pydantic models: Cluster, GpuWorkload, GpuDeviceClass.
+
+The models check shape and value ranges only; rules that relate several fields or documents live in
+`rules.py`, where they can point at the exact line that is wrong. Unknown fields are errors.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+from .types import DnsLabel, DnsSubdomain, ParameterCount, QuantityField, Version, parse_quantity
+
+API_VERSION = "gpuc.dev/v1alpha1"
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=False, frozen=True)
+
+
+# ---------------------------------------------------------------------------------------- Cluster
+
+class ClusterMetadata(Model):
+    name: DnsLabel
+
+
+class DraDriverSpec(Model):
+    version: str = Field(description="DRA driver release: 25.3.x, 25.8.x, 25.12.x, 0.4.x or 0.5.x")
+    namespace: DnsLabel = "nvidia-dra-driver-gpu"
+    nvidia_driver_root: str = Field("/", description='"/run/nvidia/driver" when the GPU Operator installs the driver')
+    fabric: Literal["partitionAttributes", "topologyConfig", "none"] = "none"
+    values: dict[str, Any] = Field(default_factory=dict, description="extra chart values, deep-merged")
+
+
+class GpuOperatorSpec(Model):
+    mode: Literal["helm", "patch", "none"] = "helm"
+    version: str | None = None
+    namespace: DnsLabel = "gpu-operator"
+
+
+class NimOperatorSpec(Model):
+    version: str
+    namespace: DnsLabel = "nim-operator"
+
+
+class PoolGpu(Model):
+    model: str = Field(description="key of the built-in GPU catalog, e.g. H100-80GB")
+    count: int = Field(ge=1, le=16, description="GPUs per node")
+
+
+class MigSlice(Model):
+    profile: str
+    count: int = Field(1, ge=1, le=7)
+
+
+class PoolMig(Model):
+    layout: str | list[MigSlice] = Field(
+        description="a mig-parted named config (all-balanced, all-<profile>), a list of profiles per GPU, "
+                    "or `dynamic` (the driver's DynamicMIG creates instances on demand)")
+
+
+class NvLink(Model):
+    partitions: list[Literal[2, 4, 8]] = Field(min_length=1)
+
+
+class NodePool(Model):
+    name: DnsLabel
+    nodes: int = Field(ge=1, le=100_000)
+    gpu: PoolGpu
+    allocation: Literal["dra", "devicePlugin"] = "dra"
+    mig: PoolMig | None = None
+    nvlink: NvLink | None = None
+    node_names: list[DnsSubdomain] | None = Field(
+        None, description="names of the pool's nodes, when known: gpuc then emits their labels as Node patches")
+    driver_version: Version | None = Field(None, description="host NVIDIA driver version the nodes run")
+
+
+class Destination(Model):
+    name: str | None = None
+    server: str | None = None
+
+
+class GitOps(Model):
+    repo_url: str = Field(alias="repoURL")
+    target_revision: str = "main"
+    path: str
+    destination: Destination
+    project: str = "default"
+    namespace: DnsLabel = Field("argocd", description="namespace Argo CD Applications live in")
+
+
+class ClusterSpec(Model):
+    kubernetes_version: str
+    dra_driver: DraDriverSpec
+    gpu_operator: GpuOperatorSpec = GpuOperatorSpec()
+    nim_operator: NimOperatorSpec | None = None
+    crds: str | None = None
+    node_pools: list[NodePool] = Field(min_length=1)
+    gitops: GitOps | None = None
+
+    @field_validator("kubernetes_version", mode="before")
+    @classmethod
+    def _version_text(cls, v: Any) -> Any:
+        if isinstance(v, float):  # kubernetesVersion: 1.34 unquoted parses as a float
+            raise ValueError(f"write the version as a string, \"{v}\": YAML reads 1.30 as the number 1.3")
+        return v
+
+
+class Cluster(Model):
+    api_version: Literal["gpuc.dev/v1alpha1"]
+    kind: Literal["Cluster"]
+    metadata: ClusterMetadata
+    spec: ClusterSpec
+
+
+# ------------------------------------------------------------------------------------ GpuWorkload
+
+class WorkloadMetadata(Model):
+    name: DnsLabel
+    namespace: DnsLabel = "default"
+
+
+class ModelSpec(Model):
+    image: str = Field(description="NIM image, repository:tag")
+    parameters: ParameterCount
+    precision: Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"] = "bf16"
+    context_length: int = Field(8192, ge=128, le=2_097_152)
+    concurrency: int = Field(1, ge=1, le=4096)
+    engine: str | None = None
+
+
+class TimeSlicing(Model):
+    interval: Literal["Default", "Short", "Medium", "Long"] = "Default"
+
+
+class Mps(Model):
+    active_thread_percentage: int | None = Field(None, ge=0, le=100)
+    pinned_memory_limit: QuantityField | None = None
+
+
+class Require(Model):
+    architecture: list[str] | None = None
+    product_name: str | None = None
+    min_memory: QuantityField | None = None
+    min_compute_capability: Version | None = None
+    min_driver_version: Version | None = None
+    cel: list[str] = Field(default_factory=list)
+
+
+class MigMix(Model):
+    same_gpu: bool = True
+    slices: list[MigSlice] = Field(min_length=1)
+
+
+class Fabric(Model):
+    partition_size: Literal[2, 4, 8] | None = None
+    strategy: Literal["Auto", "Manual", "Disabled"] = "Auto"
+    partition_ids: list[str] = Field(default_factory=list, alias="partitionIDs")
+    virtualization_model: Literal["BareMetal", "FullPassthrough", "SharedNVSwitch", "VGPU"] = "BareMetal"
+    min_bandwidth: float | None = Field(None, ge=0, description="GB/s")
+    max_latency: float | None = Field(None, ge=0, description="ms")
+
+
+class MultiNode(Model):
+    nodes: int = Field(ge=2, le=1024)
+
+
+GpuCount = Annotated[Literal["auto"] | Annotated[int, Field(ge=1, le=32)], Field(union_mode="left_to_right")]
+
+
+class GpuRequest(Model):
+    class_: DnsSubdomain | None = Field(None, alias="class")
+    count: GpuCount | None = None
+    sharing: Literal["Exclusive", "Shared", "TimeSlicing", "MPS"] = "Exclusive"
+    share_group: DnsLabel | None = None
+    time_slicing: TimeSlicing | None = None
+    mps: Mps | None = None
+    require: Require | None = None
+    mig: MigMix | None = None
+    fabric: Fabric | None = None
+    multi_node: MultiNode | None = None
+
+    @field_validator("count", mode="before")
+    @classmethod
+    def _count(cls, v: Any) -> Any:
+        if v is None or v == "auto" or (isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 32):
+            return v
+        raise ValueError(f"must be 'auto' or a whole number of GPUs from 1 to 32, got {v!r}")
+
+
+class Cache(Model):
+    size: QuantityField = Field(default_factory=lambda: parse_quantity("50Gi"))
+    storage_class: str = ""
+    access_mode: Literal["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"] = "ReadWriteOnce"
+
+
+class Expose(Model):
+    port: int = Field(8000, ge=1, le=65535)
+    type: Literal["ClusterIP", "NodePort", "LoadBalancer"] = "ClusterIP"
+
+
+class Secrets(Model):
+    ngc_api_key: DnsSubdomain | None = Field(None, description="name of the Secret holding NGC_API_KEY")
+    image_pull: DnsSubdomain | None = Field(None, description="name of the image pull Secret for nvcr.io")
+
+
+class WorkloadSpec(Model):
+    clusters: list[DnsLabel] | None = None
+    model: ModelSpec | None = None
+    replicas: int = Field(1, ge=0, le=10_000)
+    gpu: GpuRequest = GpuRequest()
+    cache: Cache = Cache()
+    expose: Expose = Expose()
+    secrets: Secrets = Secrets()
+
+
+class GpuWorkload(Model):
+    api_version: Literal["gpuc.dev/v1alpha1"]
+    kind: Literal["GpuWorkload"]
+    metadata: WorkloadMetadata
+    spec: WorkloadSpec
+
+
+# --------------------------------------------------------------------------------- GpuDeviceClass
+
+class ClassMigSlice(Model):
+    profile: str
+
+
+class ClassMig(Model):
+    slices: list[ClassMigSlice] = Field(min_length=1)
+
+
+class DeviceClassSpec(Model):
+    require: Require | None = None
+    mig: ClassMig | None = None
+
+
+class DeviceClassMetadata(Model):
+    name: DnsSubdomain
+
+
+class GpuDeviceClass(Model):
+    api_version: Literal["gpuc.dev/v1alpha1"]
+    kind: Literal["GpuDeviceClass"]
+    metadata: DeviceClassMetadata
+    spec: DeviceClassSpec = DeviceClassSpec()
+
+
+KINDS: dict[str, type[Model]] = {"Cluster": Cluster, "GpuWorkload": GpuWorkload, "GpuDeviceClass": GpuDeviceClass}

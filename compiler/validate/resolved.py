@@ -1,0 +1,76 @@
+"""A Cluster intent joined with the facts it names: API version, driver line, catalog GPU, MIG layout.
+
+Resolution happens once, during validation; every later stage reads these records instead of
+re-parsing version strings or re-looking-up the catalog.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..facts.catalog import GpuModel
+from ..facts.driver import DriverLine
+from ..facts.platform import ResourceApi
+from .documents import Intent
+from .intents import Cluster, NodePool
+
+
+@dataclass(frozen=True)
+class ResolvedPool:
+    spec: NodePool
+    index: int  # position in spec.nodePools, for error paths
+    gpu: GpuModel
+    mig_layout: tuple[tuple[str, int], ...] | None  # static MIG instances per GPU, None without static MIG
+    mig_dynamic: bool
+    mig_config: str | None  # mig-parted config name the nodes get labelled with
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def dra(self) -> bool:
+        return self.spec.allocation == "dra"
+
+    @property
+    def partitions(self) -> tuple[int, ...]:
+        return tuple(self.spec.nvlink.partitions) if self.spec.nvlink else ()
+
+    @property
+    def publishes_full_gpus(self) -> bool:
+        """Static MIG hides the parent GPU from ResourceSlices; dynamic MIG keeps it."""
+        return self.mig_layout is None
+
+    @property
+    def mig_profiles(self) -> dict[str, int]:
+        if self.mig_dynamic and self.gpu.mig:
+            return {p.name: p.max_instances for p in self.gpu.mig.profiles.values()}
+        return dict(self.mig_layout or ())
+
+    @property
+    def path(self) -> tuple:
+        return ("spec", "nodePools", self.index)
+
+
+@dataclass(frozen=True)
+class ResolvedCluster:
+    intent: Intent[Cluster]
+    api: ResourceApi
+    driver: DriverLine
+    pools: tuple[ResolvedPool, ...]
+
+    @property
+    def name(self) -> str:
+        return self.intent.model.metadata.name
+
+    @property
+    def spec(self):
+        return self.intent.model.spec
+
+    @property
+    def dra_pools(self) -> tuple[ResolvedPool, ...]:
+        return tuple(p for p in self.pools if p.dra)
+
+    @property
+    def mixed_allocation(self) -> bool:
+        return any(p.dra for p in self.pools) and any(not p.dra for p in self.pools)

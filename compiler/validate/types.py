@@ -1,0 +1,134 @@
+"""Value types users write in intents: Kubernetes quantities, model sizes, DNS names.
+
+Each parses strictly and fails with a message that shows the accepted form, because "40GiB" or
+"-1Gi" are the realistic mistakes and Kubernetes itself would only reject them at apply time.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Annotated, Any
+
+from pydantic import PlainSerializer, PlainValidator, WithJsonSchema
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),
+            "k": Decimal(10**3), "M": Decimal(10**6), "G": Decimal(10**9), "T": Decimal(10**12),
+            "P": Decimal(10**15), "E": Decimal(10**18)}
+_QUANTITY = re.compile(r"^(?P<num>[+-]?(?:\d+\.?\d*|\.\d+))(?P<suffix>[KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?$")
+QUANTITY_PATTERN = r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$"
+
+
+@dataclass(frozen=True, order=True)
+class Quantity:
+    """A Kubernetes resource quantity; `value` in base units (bytes for memory)."""
+
+    value: Decimal
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+    @property
+    def bytes(self) -> int:
+        return int(self.value)
+
+
+def parse_quantity(raw: Any) -> Quantity:
+    if isinstance(raw, Quantity):
+        return raw
+    if isinstance(raw, bool) or not isinstance(raw, (str, int)):
+        raise ValueError(f"expected a quantity such as \"40Gi\", got {type(raw).__name__}")
+    text = str(raw).strip()
+    match = _QUANTITY.match(text)
+    if not match:
+        fix = re.sub(r"([KMGTPE])i?B$", r"\1i", text)
+        hint = f"; did you mean \"{fix}\"?" if fix != text and _QUANTITY.match(fix) else ""
+        raise ValueError(f"'{text}' is not a Kubernetes quantity (use a number with Ki, Mi, Gi, Ti or k, M, G, e.g. \"40Gi\"){hint}")
+    try:
+        number = Decimal(match.group("num"))
+    except InvalidOperation:  # pragma: no cover - the regex admits only decimals
+        raise ValueError(f"'{text}' is not a number") from None
+    suffix = match.group("suffix") or ""
+    if suffix in _BINARY:
+        value = number * _BINARY[suffix]
+    elif suffix[:1] in ("e", "E"):
+        value = number * (Decimal(10) ** int(suffix[1:]))
+    else:
+        value = number * _DECIMAL[suffix]
+    if value <= 0:
+        raise ValueError(f"'{text}' must be greater than zero")
+    return Quantity(value, text)
+
+
+QuantityField = Annotated[
+    Quantity,
+    PlainValidator(parse_quantity),
+    PlainSerializer(str, return_type=str),
+    WithJsonSchema({"type": "string", "pattern": QUANTITY_PATTERN, "examples": ["40Gi"]}),
+]
+
+_PARAMS = re.compile(r"^(?P<num>\d+(?:\.\d+)?)\s*(?P<unit>[KkMmBbTt]?)$")
+_UNITS = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
+
+
+def parse_parameters(raw: Any) -> float:
+    """Model size: "8B", "1.5B", "405B", or a plain number of parameters."""
+    if isinstance(raw, bool):
+        raise ValueError("expected a model size such as \"8B\"")
+    if isinstance(raw, (int, float)):
+        value = float(raw)
+    elif isinstance(raw, str) and (m := _PARAMS.match(raw.strip())):
+        value = float(m.group("num")) * _UNITS[m.group("unit").lower()]
+    else:
+        raise ValueError(f"'{raw}' is not a model size (write e.g. 8B, 70B, 1.5B or a plain number of parameters)")
+    if not 1e6 <= value <= 1e13:
+        raise ValueError(f"{raw} parameters is outside 1M..10T; write the size as e.g. \"8B\"")
+    return value
+
+
+ParameterCount = Annotated[
+    float,
+    PlainValidator(parse_parameters),
+    WithJsonSchema({"anyOf": [{"type": "string", "pattern": r"^\d+(\.\d+)?[KMBT]?$"}, {"type": "number"}],
+                    "examples": ["8B", "70B"]}),
+]
+
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+DNS_SUBDOMAIN = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def _dns(pattern: re.Pattern[str], what: str):
+    def check(raw: Any) -> str:
+        if not isinstance(raw, str):
+            raise ValueError(f"expected a {what} string")
+        if not pattern.match(raw):
+            suggestion = re.sub(r"[^a-z0-9.-]+", "-", raw.lower()).strip("-.")
+            hint = f"; e.g. '{suggestion}'" if suggestion and pattern.match(suggestion) else ""
+            raise ValueError(f"'{raw}' is not a valid {what} (lower-case letters, digits and '-', "
+                             f"starting and ending with a letter or digit){hint}")
+        return raw
+    return check
+
+
+DnsLabel = Annotated[str, PlainValidator(_dns(DNS_LABEL, "DNS label")),
+                     WithJsonSchema({"type": "string", "pattern": DNS_LABEL.pattern, "maxLength": 63})]
+DnsSubdomain = Annotated[str, PlainValidator(_dns(DNS_SUBDOMAIN, "DNS subdomain name")),
+                         WithJsonSchema({"type": "string", "pattern": DNS_SUBDOMAIN.pattern, "maxLength": 253})]
+
+_SEMVERISH = re.compile(r"^\d+(\.\d+){0,2}$")
+
+
+def normalize_version(raw: Any) -> str:
+    """"8.0" -> "8.0.0"; the DRA CEL semver() needs three parts."""
+    text = str(raw).strip() if isinstance(raw, (str, int, float)) and not isinstance(raw, bool) else None
+    if text is None or not _SEMVERISH.match(text):
+        raise ValueError(f"'{raw}' is not a version like \"8.0\" or \"550.54.15\"")
+    parts = [str(int(p)) for p in text.split(".")]
+    return ".".join(parts + ["0"] * (3 - len(parts)))
+
+
+Version = Annotated[str, PlainValidator(normalize_version),
+                    WithJsonSchema({"type": "string", "pattern": _SEMVERISH.pattern})]
