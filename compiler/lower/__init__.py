@@ -34,12 +34,12 @@ def lower_cluster(plan: ClusterPlan, fleet: Fleet) -> CompiledCluster:
         compiled.releases.append(HelmRelease(
             name=facts["releaseName"], namespace=op.namespace,
             chart=ChartRef(facts["chart"]["name"], facts["chart"]["repository"], op.version),
-            values={}, wave=Wave.CHARTS, component="nim-operator", source=cluster.intent.ref))
+            values={}, wave=Wave.CHARTS, component="nim-operator", origin=cluster.intent.source))
 
     chart_namespaces = {r.namespace for r in compiled.releases}
     for namespace in sorted({p.namespace for p in plans} - RESERVED_NAMESPACES - chart_namespaces):
         first = min((p for p in plans if p.namespace == namespace), key=lambda p: p.name)
-        compiled.objects.append(namespace_object(cluster, namespace, first.intent.ref))
+        compiled.objects.append(namespace_object(cluster, namespace, first.intent.source))
 
     for cls in fleet.classes.values():
         compiled.objects.append(lower_device_class(cluster, cls))

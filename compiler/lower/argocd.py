@@ -39,7 +39,7 @@ def lower_argocd(compiled: CompiledCluster) -> list[KubeObject]:
     gitops = compiled.cluster.spec.gitops
     if gitops is None:
         return []
-    ref = compiled.cluster.intent.ref
+    ref = compiled.cluster.intent.source
     base = gitops.path.rstrip("/")
     apps = []
     for release in compiled.releases:
@@ -54,7 +54,7 @@ def lower_argocd(compiled: CompiledCluster) -> list[KubeObject]:
                            "syncOptions": ["CreateNamespace=true", "ServerSideApply=true"]},
         }
         apps.append(make_object(ARGO_API, "Application", f"{compiled.name}-{release.name}", namespace=gitops.namespace,
-                                wave=release.wave, component=f"argocd/{release.component}", source=release.source,
+                                wave=release.wave, component=f"argocd/{release.component}", origin=release.origin,
                                 body={"spec": spec}))
     rendered = {
         "project": gitops.project,
@@ -65,7 +65,7 @@ def lower_argocd(compiled: CompiledCluster) -> list[KubeObject]:
                        "syncOptions": ["PruneLast=true"]},
     }
     apps.append(make_object(ARGO_API, "Application", f"{compiled.name}-gpuc", namespace=gitops.namespace,
-                            wave=RENDERED_APP_WAVE, component="argocd/rendered", source=ref,
+                            wave=RENDERED_APP_WAVE, component="argocd/rendered", origin=ref,
                             annotations={"argocd.argoproj.io/compare-options": "ServerSideDiff=true"},
                             body={"spec": rendered}))
     return apps

@@ -145,7 +145,7 @@ def lower_claims(cluster: ResolvedCluster, plans: list[WorkloadPlan]) -> tuple[l
             name = hashed_name(f"{plan.name}-gpu", spec)
             objects.append(make_object(
                 cluster.api.api_version, "ResourceClaimTemplate", name, namespace=plan.namespace,
-                wave=Wave.CLAIMS, component=f"workload/{key}", source=plan.intent.ref,
+                wave=Wave.CLAIMS, component=f"workload/{key}", origin=plan.intent.source,
                 labels={WORKLOAD: plan.name},
                 body={"spec": {"metadata": {"labels": {WORKLOAD: plan.name}}, "spec": spec}},
                 replacements=(CLAIM_REPLACEMENT,)))
@@ -161,7 +161,7 @@ def lower_claims(cluster: ResolvedCluster, plans: list[WorkloadPlan]) -> tuple[l
         objects.append(make_object(
             cluster.api.api_version, "ResourceClaim", name, namespace=namespace,
             wave=Wave.CLAIMS, component=f"share-group/{namespace}/{group}",
-            source=min(members, key=lambda p: p.name).intent.ref,
+            origin=min(members, key=lambda p: p.name).intent.source,
             labels={"gpuc.dev/share-group": group},
             annotations={"gpuc.dev/share-group-members": ",".join(member_names)},
             body={"spec": spec}, replacements=(CLAIM_REPLACEMENT,)))

@@ -52,5 +52,5 @@ def lower_dra_driver(cluster: ResolvedCluster, features: ClusterFeatures) -> Hel
     return HelmRelease(
         name=chart.name, namespace=cluster.spec.dra_driver.namespace, chart=chart,
         values=driver_values(cluster, features), wave=Wave.CHARTS, component="dra-driver",
-        source=cluster.intent.ref,
+        origin=cluster.intent.source,
     )

@@ -12,6 +12,7 @@ from enum import IntEnum
 from typing import Any
 
 from ..facts.driver import ChartRef
+from ..load.yaml_source import SourceDoc
 from ..plan import ClusterPlan
 from ..validate.resolved import ResolvedCluster
 
@@ -41,9 +42,14 @@ class KubeObject:
     manifest: dict[str, Any]
     wave: Wave
     component: str  # "dra-driver", "node-config", "device-classes", "workload/<ns>/<name>", ...
-    source: str  # file#doc
+    origin: SourceDoc  # the intent document that produced it (file, document index, line of every field)
     replacements: tuple[Replacement, ...] = ()
     patch: bool = False  # a partial object applied with server-side apply onto an existing one
+
+    @property
+    def source(self) -> str:
+        """`file#doc`, as in the gpuc.dev/source annotation."""
+        return self.origin.ref
 
     @property
     def api_version(self) -> str:
@@ -77,8 +83,12 @@ class HelmRelease:
     values: dict[str, Any]
     wave: Wave
     component: str
-    source: str
+    origin: SourceDoc
     create_namespace: bool = True
+
+    @property
+    def source(self) -> str:
+        return self.origin.ref
 
 
 @dataclass

@@ -6,6 +6,7 @@ import hashlib
 import json
 from typing import Any
 
+from ..load.yaml_source import SourceDoc
 from .graph import KubeObject, Replacement, Wave
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
@@ -34,7 +35,7 @@ def make_object(
     *,
     wave: Wave,
     component: str,
-    source: str,
+    origin: SourceDoc,
     namespace: str | None = None,
     labels: dict[str, str] | None = None,
     annotations: dict[str, str] | None = None,
@@ -51,7 +52,7 @@ def make_object(
         all_labels[MANAGED_BY] = "gpuc"
     if all_labels:
         metadata["labels"] = dict(sorted(all_labels.items()))
-    all_annotations = {SOURCE: source, SYNC_WAVE: str(int(wave)), **(annotations or {})}
+    all_annotations = {SOURCE: origin.ref, SYNC_WAVE: str(int(wave)), **(annotations or {})}
     metadata["annotations"] = dict(sorted(all_annotations.items()))
     manifest = {"apiVersion": api_version, "kind": kind, "metadata": metadata, **(body or {})}
-    return KubeObject(manifest, wave, component, source, replacements, patch)
+    return KubeObject(manifest, wave, component, origin, replacements, patch)

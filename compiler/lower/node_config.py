@@ -89,7 +89,7 @@ def pool_labels(cluster: ResolvedCluster) -> dict[str, dict[str, str]]:
 def lower_node_config(cluster: ResolvedCluster) -> tuple[list[HelmRelease], list[KubeObject], dict[str, dict[str, str]]]:
     facts = gpu_operator()
     op = cluster.spec.gpu_operator
-    ref = cluster.intent.ref
+    ref = cluster.intent.source
     releases: list[HelmRelease] = []
     objects: list[KubeObject] = []
     settings = operator_settings(cluster)
@@ -97,22 +97,22 @@ def lower_node_config(cluster: ResolvedCluster) -> tuple[list[HelmRelease], list
         releases.append(HelmRelease(
             name=facts["releaseName"], namespace=op.namespace,
             chart=ChartRef(facts["chart"]["name"], facts["chart"]["repository"], op.version or ""),
-            values=settings, wave=Wave.CHARTS, component="gpu-operator", source=ref))
+            values=settings, wave=Wave.CHARTS, component="gpu-operator", origin=ref))
     elif op.mode == "patch":
         objects.append(make_object(
             "nvidia.com/v1", "ClusterPolicy", facts["clusterPolicyName"], wave=Wave.NODE_CONFIG,
-            component="node-config", source=ref, annotations={SYNC_OPTIONS: SSA_PATCH},
+            component="node-config", origin=ref, annotations={SYNC_OPTIONS: SSA_PATCH},
             body={"spec": settings}, patch=True, managed=False))
     if _mig_pools(cluster):
         text = yaml.safe_dump(mig_parted_config(cluster), sort_keys=False, default_flow_style=False)
         objects.append(make_object(
             "v1", "ConfigMap", facts["migConfigMapName"], namespace=op.namespace, wave=Wave.NODE_CONFIG,
-            component="node-config", source=ref, body={"data": {facts["migConfigMapKey"]: text}}))
+            component="node-config", origin=ref, body={"data": {facts["migConfigMapKey"]: text}}))
     labels = pool_labels(cluster)
     for pool in cluster.pools:
         for node in pool.spec.node_names or []:
             if labels[pool.name]:
                 objects.append(make_object(
-                    "v1", "Node", node, wave=Wave.NODE_CONFIG, component="node-config", source=ref,
+                    "v1", "Node", node, wave=Wave.NODE_CONFIG, component="node-config", origin=ref,
                     labels=labels[pool.name], annotations={SYNC_OPTIONS: SSA_PATCH}, patch=True, managed=False))
     return releases, objects, labels

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..facts.platform import nim_operator
+from ..load.yaml_source import SourceDoc
 from ..plan import WorkloadPlan
 from ..validate.documents import Intent
 from ..validate.intents import GpuDeviceClass
@@ -30,7 +31,7 @@ def lower_device_class(cluster: ResolvedCluster, cls: Intent[GpuDeviceClass]) ->
         expressions.append(sel.profile_in(sorted({s.profile for s in spec.mig.slices})))
     expressions.extend(sel.require_selectors(spec.require))
     return make_object(cluster.api.api_version, "DeviceClass", cls.model.metadata.name, wave=Wave.DEVICE_CLASSES,
-                       component="device-classes", source=cls.ref, body={"spec": {"selectors": sel.selector_list(expressions)}})
+                       component="device-classes", origin=cls.source, body={"spec": {"selectors": sel.selector_list(expressions)}})
 
 
 def compute_domain(cluster: ResolvedCluster, plan: WorkloadPlan) -> tuple[KubeObject, str]:
@@ -41,7 +42,7 @@ def compute_domain(cluster: ResolvedCluster, plan: WorkloadPlan) -> tuple[KubeOb
     channel = f"{name}-channel"
     spec = {**core, "channel": {"resourceClaimTemplate": {"name": channel}}}
     obj = make_object(CD_API, "ComputeDomain", name, namespace=plan.namespace, wave=Wave.CLAIMS,
-                      component=f"workload/{plan.namespace}/{plan.name}", source=plan.intent.ref,
+                      component=f"workload/{plan.namespace}/{plan.name}", origin=plan.intent.source,
                       labels={WORKLOAD: plan.name}, body={"spec": spec}, replacements=(CD_REPLACEMENT,))
     return obj, channel
 
@@ -68,7 +69,7 @@ def nim_objects(plan: WorkloadPlan, claim: ClaimRef, compute_domain_name: str | 
     pvc = {"create": True, "size": w.spec.cache.size.text, "storageClass": w.spec.cache.storage_class,
            "volumeAccessMode": w.spec.cache.access_mode}
     cache = make_object(api, "NIMCache", plan.name, namespace=plan.namespace, wave=Wave.NIM_CACHE, component=component,
-                        source=plan.intent.ref, labels=labels,
+                        origin=plan.intent.source, labels=labels,
                         body={"spec": {"source": {"ngc": ngc}, "storage": {"pvc": pvc}}})
 
     repository, tag = _image(model.image)
@@ -92,11 +93,11 @@ def nim_objects(plan: WorkloadPlan, claim: ClaimRef, compute_domain_name: str | 
             "computeDomain": {"create": False, "name": compute_domain_name},
         }
     service = make_object(api, "NIMService", plan.name, namespace=plan.namespace, wave=Wave.NIM_SERVICE,
-                          component=component, source=plan.intent.ref, labels=labels,
+                          component=component, origin=plan.intent.source, labels=labels,
                           annotations={IMMUTABLE_FIELDS: "spec.draResources"},
                           body={"spec": spec}, replacements=(NIM_REPLACEMENT,))
     return [cache, service]
 
 
-def namespace_object(cluster: ResolvedCluster, namespace: str, source: str) -> KubeObject:
-    return make_object("v1", "Namespace", namespace, wave=Wave.NODE_CONFIG, component="namespaces", source=source)
+def namespace_object(cluster: ResolvedCluster, namespace: str, origin: SourceDoc) -> KubeObject:
+    return make_object("v1", "Namespace", namespace, wave=Wave.NODE_CONFIG, component="namespaces", origin=origin)

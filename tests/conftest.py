@@ -1,0 +1,115 @@
+"""Shared test helpers: build small fleets in a temp directory and run the CLI in-process."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "intents"
+GOLDEN = REPO / "tests" / "golden"
+REFERENCE = REPO.parent / "shared" / "reference"
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+def gpuc(*args: str) -> Result:
+    """Run the CLI in-process; returns exit code and captured output."""
+    from compiler.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as exc:  # argparse usage errors
+            code = int(exc.code or 0)
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+def cluster_doc(name: str = "c1", kubernetes: str = "1.34", driver: str = "25.12.0", pools: list | None = None,
+                **spec: Any) -> dict:
+    doc = {
+        "apiVersion": "gpuc.dev/v1alpha1",
+        "kind": "Cluster",
+        "metadata": {"name": name},
+        "spec": {
+            "kubernetesVersion": kubernetes,
+            "draDriver": {"version": driver, "nvidiaDriverRoot": "/run/nvidia/driver"},
+            "gpuOperator": {"mode": "helm", "version": "v25.10.1"},
+            "nimOperator": {"version": "3.1.2"},
+            "nodePools": pools if pools is not None else [
+                {"name": "h100", "nodes": 2, "gpu": {"model": "H100-80GB", "count": 8}, "nvlink": {"partitions": [2, 4, 8]}},
+            ],
+            "gitops": {"repoURL": "https://git.example.com/fleet.git", "path": f"rendered/{name}",
+                       "destination": {"name": name}},
+        },
+    }
+    deep_update(doc["spec"], spec)
+    return doc
+
+
+def workload_doc(name: str = "w1", namespace: str = "team", **spec: Any) -> dict:
+    return {"apiVersion": "gpuc.dev/v1alpha1", "kind": "GpuWorkload",
+            "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+
+
+def nim_model(parameters: str = "8B", **extra: Any) -> dict:
+    return {"image": "nvcr.io/nim/meta/llama-3.1-8b-instruct:1.8.3", "parameters": parameters, **extra}
+
+
+NIM_SECRETS = {"ngcApiKey": "ngc-api-secret", "imagePull": "ngc-secret"}
+
+
+def deep_update(target: dict, patch: dict) -> dict:
+    for key, value in patch.items():
+        if isinstance(value, dict) and isinstance(target.get(key), dict):
+            deep_update(target[key], value)
+        else:
+            target[key] = copy.deepcopy(value)
+    return target
+
+
+def write_fleet(root: Path, clusters: list[dict] | None = None, workloads: dict[str, list[dict] | str] | None = None) -> Path:
+    """clusters: Cluster docs (one file each); workloads: relative path -> docs (or raw text)."""
+    (root / "clusters").mkdir(parents=True, exist_ok=True)
+    (root / "workloads").mkdir(parents=True, exist_ok=True)
+    for doc in clusters if clusters is not None else [cluster_doc()]:
+        (root / "clusters" / f"{doc['metadata']['name']}.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    for rel, docs in (workloads or {}).items():
+        path = root / "workloads" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(docs if isinstance(docs, str) else yaml.safe_dump_all(docs, sort_keys=False))
+    return root
+
+
+@pytest.fixture
+def fleet(tmp_path: Path):
+    """Factory: fleet(clusters=[...], workloads={...}) -> path of a fleet directory."""
+    counter = iter(range(1000))
+
+    def make(clusters: list[dict] | None = None, workloads: dict | None = None) -> Path:
+        return write_fleet(tmp_path / f"fleet{next(counter)}", clusters, workloads)
+
+    return make
+
+
+def compile_single(fleet_path: Path, cluster: str = "c1"):
+    from compiler.pipeline import compile_fleet
+
+    return compile_fleet(fleet_path).clusters[cluster]
+
+
+def objects_of(compiled, kind: str) -> list[dict]:
+    return [o.manifest for o in compiled.objects if o.kind == kind]
