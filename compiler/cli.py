@@ -65,7 +65,11 @@ def cmd_render(args: argparse.Namespace) -> int:
 
     compilation = compile_fleet(args.fleet, args.cluster)
     trees = {name: cluster_files(compiled) for name, compiled in compilation.clusters.items()}
-    write_tree(Path(args.out), trees, prune_other_clusters=args.cluster is None)
+    try:
+        write_tree(Path(args.out), trees, prune_other_clusters=args.cluster is None)
+    except OSError as exc:
+        print(f"gpuc: cannot write {args.out}: {exc.strerror or exc}; the previous tree is unchanged", file=sys.stderr)
+        return EXIT_INPUT
     if args.output == "json":
         print(json.dumps({"ok": True, "out": str(args.out),
                           "clusters": {n: sorted(files) for n, files in trees.items()},
