@@ -97,6 +97,27 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+@_guarded
+def cmd_diff(args: argparse.Namespace) -> int:
+    from .emit.diff.report import as_json, markdown
+    from .emit.diff.run import diff_fleet
+
+    diff = diff_fleet(Path(args.fleet), args.base, args.cluster)
+    gated = sorted(set(args.fail_on) & diff.conditions())
+    print(as_json(diff, gated) if args.output == "json" else markdown(diff), end="" if args.output != "json" else "\n")
+    return EXIT_FINDINGS if gated else EXIT_OK
+
+
+def _gates(text: str) -> list[str]:
+    from .emit.diff.gates import GATES
+
+    gates = [g.strip() for g in text.split(",") if g.strip()]
+    unknown = [g for g in gates if g not in GATES]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown condition {', '.join(unknown)}; choose from {', '.join(GATES)}")
+    return gates
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from .emit.schema import input_schema
 
@@ -108,11 +129,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpuc", description="Compile GPU intents into the Kubernetes DRA stack.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def add(name: str, func, help_text: str, fleet: bool = True) -> argparse.ArgumentParser:
+    def add(name: str, func, help_text: str, fleet: bool = True, outputs: tuple[str, ...] = ("text", "json")) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
         if fleet:
             p.add_argument("fleet", metavar="FLEET", help="fleet directory (clusters/ and workloads/)")
-        p.add_argument("--output", choices=("text", "json"), default="text", help="output format")
+        p.add_argument("--output", choices=outputs, default=outputs[0], help="output format")
         p.set_defaults(func=func)
         return p
 
@@ -122,6 +143,13 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--cluster", help="render only this cluster")
     explain = add("explain", cmd_explain, "show sizing, pools and objects behind one workload")
     explain.add_argument("workload", metavar="WORKLOAD", help="workload name or namespace/name")
+    diff = add("diff", cmd_diff, "explain what an intent change does to each cluster (Markdown for a PR comment)",
+               outputs=("markdown", "json"))
+    diff.add_argument("--base", required=True, metavar="REF", help="git commit-ish to compare against, e.g. origin/main")
+    diff.add_argument("--cluster", help="compare only this cluster")
+    diff.add_argument("--fail-on", type=_gates, default=[], metavar="CONDITIONS",
+                      help="exit 1 when the diff has any of these comma-separated conditions: "
+                           "any, replacement, gpu-increase, infeasible, cluster-removed")
     add("schema", cmd_schema, "print the JSON Schema of the input kinds", fleet=False)
     return parser
 
