@@ -14,6 +14,7 @@ from ..diagnostics import Diagnostic, Findings, Path as FieldPath, did_you_mean,
 from ..load.fleet import FleetFiles
 from ..load.yaml_source import SourceDoc
 from .intents import API_VERSION, KINDS, Cluster, GpuDeviceClass, GpuWorkload
+from .secrets import scan_document
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -182,6 +183,11 @@ def build_fleet(files: FleetFiles, findings: Findings) -> Fleet:
         first_seen[key] = doc
         return True
 
+    secrets: set[str] = set()
+    for doc in files.clusters + files.workloads:
+        found, values = scan_document(doc)
+        findings.extend(found)
+        secrets |= values
     for doc in files.clusters:
         if _header(doc, ("Cluster",), "clusters/", findings) and (c := _validate(doc, Cluster, findings)):
             if register(("Cluster", c.metadata.name), doc):
@@ -194,6 +200,7 @@ def build_fleet(files: FleetFiles, findings: Findings) -> Fleet:
         elif kind == "GpuDeviceClass" and (k := _validate(doc, GpuDeviceClass, findings)):
             if register(("GpuDeviceClass", k.metadata.name), doc):
                 fleet.classes[k.metadata.name] = Intent(k, doc)
+    findings.redact(secrets)
     fleet.clusters = dict(sorted(fleet.clusters.items()))
     fleet.classes = dict(sorted(fleet.classes.items()))
     fleet.workloads.sort(key=lambda w: (w.model.metadata.namespace, w.model.metadata.name))
