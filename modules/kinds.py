@@ -73,7 +73,7 @@ def k8s_version() -> str:
 
 
 def _typed_kwargs(obj: KubeObject, args_class: type) -> dict[str, Any]:
-    accepted = set(inspect.signature(args_class.__init__).parameters) - {"self", "__self__"}
+    accepted = set(inspect.signature(args_class).parameters)
     kwargs: dict[str, Any] = {}
     for key, value in obj.manifest.items():
         if key in TYPE_KEYS:

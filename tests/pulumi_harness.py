@@ -225,7 +225,7 @@ def _diff(rendered: Any, registered: Any, path: str, out: list[str]) -> None:
             else:
                 _diff(rendered[key], registered[key], sub, out)
     elif isinstance(rendered, list) and isinstance(registered, list) and len(rendered) == len(registered):
-        for i, (a, b) in enumerate(zip(rendered, registered)):
+        for i, (a, b) in enumerate(zip(rendered, registered, strict=True)):
             _diff(a, b, f"{path}[{i}]", out)
     elif _show(rendered) != _show(registered):
         out.append(f"{path}: rendered {_show(rendered)}, Pulumi {_show(registered)}")

@@ -47,8 +47,8 @@ def test_changed_label_and_annotation_are_reported(tree, run):
     del meta["labels"]["app.kubernetes.io/managed-by"]
     meta["annotations"]["gpuc.dev/source"] = "elsewhere.yaml#0"
     assert differences(rendered_objects(tree), registered) == [
-        "DeviceClass hopper-80g.gpuc.dev: metadata.annotations.gpuc.dev/source: rendered \"workloads/platform/device-classes.yaml#0\", "
-        "Pulumi \"elsewhere.yaml#0\"",
+        "DeviceClass hopper-80g.gpuc.dev: metadata.annotations.gpuc.dev/source: "
+        "rendered \"workloads/platform/device-classes.yaml#0\", Pulumi \"elsewhere.yaml#0\"",
         "DeviceClass hopper-80g.gpuc.dev: metadata.labels.app.kubernetes.io/managed-by: rendered \"gpuc\", missing in Pulumi",
     ]
 

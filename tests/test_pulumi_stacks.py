@@ -80,7 +80,8 @@ def test_prod_east_covers_every_immutable_kind(runs):
 @pytest.mark.parametrize("cluster", CLUSTERS)
 def test_resource_api_version_follows_the_cluster(cluster, runs):
     expected = {"prod-east": "resource.k8s.io/v1", "lab": "resource.k8s.io/v1", "staging": "resource.k8s.io/v1beta2"}
-    dra = [r for r in runs[cluster].kubernetes_objects() if r.inputs["kind"] in ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate")]
+    dra_kinds = ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate")
+    dra = [r for r in runs[cluster].kubernetes_objects() if r.inputs["kind"] in dra_kinds]
     assert dra
     for r in dra:
         assert r.type == f"kubernetes:{expected[cluster]}:{r.inputs['kind']}"
