@@ -151,16 +151,24 @@ def _key(manifest: dict[str, Any]) -> Key:
     return (manifest.get("kind", ""), meta.get("namespace", ""), meta.get("name", ""))
 
 
+def _by_key(manifests: list[dict[str, Any]], side: str) -> dict[Key, dict[str, Any]]:
+    out: dict[Key, dict[str, Any]] = {}
+    for manifest in manifests:
+        key = _key(manifest)
+        assert key not in out, f"{side} holds {key} twice"
+        out[key] = manifest
+    return out
+
+
 def rendered_objects(tree: Path) -> dict[Key, dict[str, Any]]:
     """Every object the rendered tree applies: the files its kustomization.yaml lists."""
     kustomization = yaml.safe_load((tree / "kustomization.yaml").read_text())
-    manifests = [yaml.safe_load((tree / name).read_text()) for name in kustomization["resources"]]
-    return {_key(m): m for m in manifests}
+    return _by_key([yaml.safe_load((tree / name).read_text()) for name in kustomization["resources"]], "the rendered tree")
 
 
 def registered_objects(run: StackRun) -> dict[Key, dict[str, Any]]:
     """Every Kubernetes object the stack registers, as the manifest its inputs describe."""
-    return {_key(r.inputs): r.inputs for r in run.kubernetes_objects()}
+    return _by_key([r.inputs for r in run.kubernetes_objects()], f"stack {run.stack}")
 
 
 def rendered_releases(tree: Path) -> dict[Key, dict[str, Any]]:

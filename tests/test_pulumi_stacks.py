@@ -19,6 +19,7 @@ from pulumi_harness import (IMMUTABLE, PROVIDER_TYPE, StackRun, differences, reg
 
 CLUSTERS = sorted(yaml.safe_load(p.read_text())["metadata"]["name"] for p in (EXAMPLES / "clusters").glob("*.yaml"))
 
+
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("rendered")
