@@ -161,7 +161,7 @@ def _header(doc: SourceDoc, allowed: tuple[str, ...], where: str, findings: Find
         return None
     if kind not in allowed:
         suggestion = did_you_mean(str(kind), allowed)
-        elsewhere = kind in KINDS and kind not in allowed
+        elsewhere = isinstance(kind, str) and kind in KINDS and kind not in allowed
         hint = (f"{kind} documents belong in {'clusters/' if kind == 'Cluster' else 'workloads/'}" if elsewhere
                 else suggestion or f"{where} holds {one_of(allowed)}")
         findings.add(doc.error(("kind",), f"kind {kind!r} is not allowed in {where}", hint))

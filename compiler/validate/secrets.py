@@ -20,7 +20,7 @@ from ..load.yaml_source import SourceDoc
 HINT = ("intents hold Secret names only: create the Secret out of band, e.g.\n"
         "kubectl create secret generic ngc-api-secret --from-literal=NGC_API_KEY=<key>\n"
         "and reference it by name (secrets.ngcApiKey: ngc-api-secret)")
-_TOKEN = re.compile(r"^[A-Za-z0-9+/=_-]+$")
+_TOKEN = re.compile(r"^[A-Za-z0-9+=_-]+$")  # no "/": long file paths are not tokens
 
 
 @lru_cache(maxsize=1)
