@@ -21,6 +21,7 @@ from typing import Any
 import celpy
 import lark
 from celpy.adapter import json_to_cel
+from celpy.evaluation import base_functions
 
 from .schema import MISSING, Rule
 
@@ -28,7 +29,6 @@ Outcome = tuple[str, str, str] | None  # (message, hint, severity), None when th
 _WRAPPERS = {"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary",
              "member", "primary", "paren_expr"}
 _ROOTS = ("self", "oldSelf")
-_UNSUPPORTED = ("unbound function", "not implemented", "no such overload", "unknown function")
 
 
 @dataclass(frozen=True)
@@ -41,8 +41,23 @@ class Access:
 @dataclass(frozen=True)
 class Compiled:
     program: Any | None
-    error: str  # compile error text, "" when it compiled
+    error: str  # why gpuc cannot evaluate it ("" when it can)
     accesses: tuple[Access, ...] | None  # None: the rule reads a root as a whole
+
+
+_MACROS = {"has", "all", "exists", "exists_one", "map", "filter"}
+_KNOWN_FUNCTIONS = set(base_functions) | _MACROS
+
+
+def _functions(tree: Any) -> set[str]:
+    """Names of the functions and methods an expression calls."""
+    names = set()
+    for node in tree.iter_subtrees():
+        if node.data == "ident_arg":
+            names.add(str(node.children[0]))
+        elif node.data == "member_dot_arg":
+            names.add(str(node.children[1]))
+    return names
 
 
 def _unwrap(tree: Any) -> Any:
@@ -102,9 +117,12 @@ _env = celpy.Environment()
 def compile_rule(text: str) -> Compiled:
     try:
         ast = _env.compile(text)
-        return Compiled(_env.program(ast), "", _accesses(ast))
     except Exception as exc:  # cel-python raises its own and lark's error types
         return Compiled(None, str(exc).splitlines()[0] if str(exc) else type(exc).__name__, None)
+    missing = sorted(_functions(ast) - _KNOWN_FUNCTIONS)
+    if missing:  # Kubernetes CEL libraries (quantity, url, ip, format, ...) cel-python does not have
+        return Compiled(None, f"cel-python lacks {', '.join(missing)}", None)
+    return Compiled(_env.program(ast), "", _accesses(ast))
 
 
 def _project(value: Any, access: Access) -> Any:
@@ -151,9 +169,7 @@ class CelRules:
         try:
             result = compiled.program.evaluate(activation)
         except Exception as exc:  # CELEvalError, and cel-python's internal errors on odd inputs
-            text = str(exc.args[0]) if getattr(exc, "args", None) else str(exc)
-            if any(marker in text for marker in _UNSUPPORTED):
-                return (f"gpuc cannot evaluate the rule `{rule.rule}` ({text}); the API server will", "check this field by hand", "warning")
+            text = (str(exc.args[0]) if getattr(exc, "args", None) else str(exc)).split(" (in activation")[0]
             return (f"the CRD rule `{rule.rule}` fails with an error: {text}", _hint(rule), "error")
         if isinstance(result, Exception):
             return (f"the CRD rule `{rule.rule}` fails with an error: {result}", _hint(rule), "error")

@@ -186,7 +186,7 @@ def check_selector(obj, path: tuple, selector: Any, limits: dict[str, int]) -> I
     if size > limits["celExpressionLength"]:
         yield Finding(obj, path + ("cel", "expression"),
                       f"CEL expression is {size} bytes; the API server accepts at most {limits['celExpressionLength']} (10 KiB)",
-                      "shorten it: split it into several selectors (all must match) or move conditions into a DeviceClass")
+                      "shorten it, or split it into several selectors (a device must match all of them)")
 
 
 def check_opaque(obj, path: tuple, opaque: dict[str, Any], limits: dict[str, int]) -> Iterable[Finding]:
