@@ -144,7 +144,8 @@ def test_changed_nimservice_dra_resources_against_the_previous_tree():
     previous = previous_of(base)
     find(base, "NIMService", "llama-70b").manifest["spec"]["draResources"][0]["resourceClaimTemplateName"] = "llama-70b-gpu-00000000"
     errors = [d for d in run_checks(base, previous=previous) if d.severity == "error"]
-    assert messages(errors) == ["NIMService nim-service/llama-70b spec: spec.draResources is immutable"]
+    assert messages(errors) == ["NIMService nim-service/llama-70b spec.draResources: spec.draResources is immutable"]
+    assert (errors[0].file, errors[0].path) == ("workloads/inference/llama.yaml", "spec.gpu")
     assert "render again with --allow-replace, then delete NIMService nim-service/llama-70b" in errors[0].hint
     accepted = [d for d in run_checks(base, previous=previous, allow_replace=True) if "draResources" in d.message]
     assert [d.severity for d in accepted] == ["warning"]

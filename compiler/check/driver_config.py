@@ -108,17 +108,17 @@ class _Configs:
             return
         for v in validate(_schema(self.line.id, kind.name), params, rules=self.rules):
             yield Finding(obj, at + v.path, v.message, v.hint, v.severity)  # type: ignore[arg-type]
-        yield from self._gates(obj, at, params)
+        yield from self._gates(obj, at, params, kind)
         yield from self._device_types(obj, path, kind, targets)
 
-    def _gates(self, obj: KubeObject, at: tuple, params: dict[str, Any]) -> Iterable[Finding]:
+    def _gates(self, obj: KubeObject, at: tuple, params: dict[str, Any], kind: ConfigKind) -> Iterable[Finding]:
         if not self.line.has_feature_gates:
             return  # 25.3 accepts every strategy without gates
         needs: list[tuple[tuple, str, str]] = []
         sharing = params.get("sharing")
         if isinstance(sharing, dict) and sharing.get("strategy") in ("TimeSlicing", "MPS"):
             needs.append((("sharing", "strategy"), f"strategy {sharing['strategy']}", capability(sharing["strategy"])["gate"]))
-        if "fabricTopologyConfig" in params:
+        if "fabricTopologyConfig" in params and "fabricTopologyConfig" in kind.schema.get("properties", {}):
             needs.append((("fabricTopologyConfig",), "fabricTopologyConfig", capability("topologyConfig")["gate"]))
         for field, what, gate in needs:
             if not self.gates.get(gate, False):

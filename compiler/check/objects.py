@@ -39,16 +39,21 @@ def _scope_findings(obj: KubeObject, namespaced: bool) -> Iterable[Finding]:
 
 def _violations(obj: KubeObject, node: Node, old: Any, rules: CelRules | None, ctx: ClusterContext) -> Iterable[Finding]:
     for v in validate(node, obj.manifest, old, partial=obj.patch, rules=rules):
-        severity, hint = v.severity, v.hint
-        if v.transition and v.severity == "error" and _replaced(obj, v.path):
+        severity, hint, path = v.severity, v.hint, v.path
+        replaced = _replaced(obj, v.path) if v.transition and v.severity == "error" else None
+        if replaced is not None:
             severity, hint = _replacement_outcome(obj, ctx)
-        yield Finding(obj, v.path, v.message, hint, severity)  # type: ignore[arg-type]
+            path = tuple(replaced.split("."))  # the rule may sit higher up (NIMService: on spec)
+        yield Finding(obj, path, v.message, hint, severity)  # type: ignore[arg-type]
 
 
-def _replaced(obj: KubeObject, path: tuple) -> bool:
-    """Does a failed transition rule concern a field gpuc declares replaced (deleted and recreated) on change?"""
+def _replaced(obj: KubeObject, path: tuple) -> str | None:
+    """The field gpuc declares replaced (deleted and recreated) on change that a failed transition rule is about."""
     dotted = ".".join(str(p) for p in path)
-    return any(dotted == r.path or r.path.startswith(dotted + ".") or dotted.startswith(r.path + ".") for r in obj.replacements)
+    for r in obj.replacements:
+        if dotted == r.path or r.path.startswith(dotted + ".") or dotted.startswith(r.path + "."):
+            return r.path
+    return None
 
 
 def _replacement_outcome(obj: KubeObject, ctx: ClusterContext) -> tuple[str, str]:
