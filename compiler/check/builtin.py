@@ -29,9 +29,10 @@ class BuiltinKinds:
     minor: str
     kinds: dict[tuple[str, str, str], str]
     definitions: dict[str, dict]
+    groups: frozenset[str]
 
     def serves_group(self, group: str) -> bool:
-        return any(g == group for g, _, _ in self.kinds)
+        return group in self.groups
 
     def versions_of(self, group: str, kind: str) -> list[str]:
         return sorted(v for g, v, k in self.kinds if g == group and k == kind)
@@ -59,7 +60,7 @@ def builtin_kinds(minor: str) -> BuiltinKinds:
     for name, schema in definitions.items():
         for gvk in schema.get("x-kubernetes-group-version-kind") or ():
             kinds[(gvk["group"], gvk["version"], gvk["kind"])] = name
-    return BuiltinKinds(minor, kinds, definitions)
+    return BuiltinKinds(minor, kinds, definitions, frozenset(g for g, _, _ in kinds))
 
 
 @lru_cache(maxsize=None)

@@ -8,6 +8,7 @@ DNS-checked on input, but names gpuc derives (hashes, prefixes, node names) are 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any, Iterable
 
 from ..facts.platform import object_meta_rules
@@ -19,6 +20,7 @@ _FORMATS = {"dnsLabel": (DNS_LABEL, "a DNS label (at most 63 lower-case letters,
             "dnsSubdomain": (DNS_SUBDOMAIN, "a DNS subdomain (lower-case letters, digits, '-' and '.', at most 253)")}
 
 
+@lru_cache(maxsize=4096)
 def qualified_name_problem(key: str) -> str:
     """Why `key` is not a label or annotation key (`[prefix/]name`), or ""."""
     prefix, _, name = key.rpartition("/")

@@ -56,10 +56,10 @@ class ClusterContext:
     def cluster(self) -> ResolvedCluster:
         return self.compiled.cluster
 
-    @property
-    def objects(self) -> list[KubeObject]:
-        """Everything the cluster's tree holds: the objects and the Argo CD Applications."""
-        return self.compiled.sorted_objects() + sorted(self.compiled.gitops, key=KubeObject.sort_key)
+    objects: list[KubeObject] = field(init=False)  # everything the tree holds: objects and Argo CD Applications
+
+    def __post_init__(self) -> None:
+        self.objects = self.compiled.sorted_objects() + sorted(self.compiled.gitops, key=KubeObject.sort_key)
 
 
 def value_at(value: Any, path: tuple, default: Any = None) -> Any:

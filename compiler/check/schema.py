@@ -84,22 +84,13 @@ def unwind(at: Any) -> tuple[str | int, ...]:
     return tuple(reversed(parts))
 
 
+_JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer", float: "number",
+               type(None): "null"}
+
+
 def json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
+    """The JSON type of a decoded YAML/JSON value (exact types: a bool is not an integer)."""
+    return _JSON_TYPES.get(type(value)) or type(value).__name__
 
 
 def _short(value: Any) -> str:
