@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
@@ -30,9 +31,18 @@ def _examples():
     return compile_fleet(EXAMPLES)
 
 
+def damageable(compiled):
+    """A copy of a compiled cluster whose manifests and release values may be changed freely."""
+    def objects(items):
+        return [dataclasses.replace(o, manifest=copy.deepcopy(o.manifest)) for o in items]
+
+    return dataclasses.replace(compiled, objects=objects(compiled.objects), gitops=objects(compiled.gitops),
+                               releases=[dataclasses.replace(r, values=copy.deepcopy(r.values)) for r in compiled.releases])
+
+
 def example_cluster(name: str):
     """A private copy of one compiled example cluster, safe to damage."""
-    return copy.deepcopy(_examples().clusters[name])
+    return damageable(_examples().clusters[name])
 
 
 def find(compiled, kind: str, name_part: str = ""):

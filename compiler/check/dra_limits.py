@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 from ..facts.platform import dra_limits
 from ..validate.types import DNS_LABEL, DNS_SUBDOMAIN
-from .model import ClusterContext, Finding
+from .model import ClusterContext, Finding, as_list
 
 _C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 CLAIM_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
@@ -35,10 +35,6 @@ def request_body(request: dict[str, Any]) -> dict[str, Any]:
     """The fields of a request whatever the API version: under `exactly` (v1beta2, v1) or flat (v1beta1)."""
     exactly = request.get("exactly")
     return exactly if isinstance(exactly, dict) else request
-
-
-def _list(value: Any) -> list:
-    return value if isinstance(value, list) else []
 
 
 def fully_qualified_problem(name: Any, limits: dict[str, int]) -> str:
@@ -64,7 +60,7 @@ class _Claim:
         self.out.append(Finding(self.obj, self.base + path, message, hint))
 
     def count(self, field: str, limit_key: str, what: str, hint: str) -> None:
-        items = _list(self.devices.get(field))
+        items = as_list(self.devices.get(field))
         limit = self.limits[limit_key]
         if len(items) > limit:
             self.add((field,), f"{len(items)} {what}; a claim may have at most {limit}", hint)
@@ -74,10 +70,10 @@ class _Claim:
         self.count("constraints", "constraintsPerClaim", "constraints", "merge constraints that list the same requests")
         self.count("config", "configsPerClaim", "config entries", "one entry can list several requests")
         names = self._requests()
-        for i, c in enumerate(_list(self.devices.get("constraints"))):
+        for i, c in enumerate(as_list(self.devices.get("constraints"))):
             if isinstance(c, dict):
                 self._constraint(i, c, names)
-        for i, c in enumerate(_list(self.devices.get("config"))):
+        for i, c in enumerate(as_list(self.devices.get("config"))):
             if isinstance(c, dict):
                 self._references(("config", i, "requests"), c.get("requests"), names)
                 opaque = c.get("opaque")
@@ -88,13 +84,13 @@ class _Claim:
     def _requests(self) -> set[str]:
         names: set[str] = set()
         total = 0
-        for i, request in enumerate(_list(self.devices.get("requests"))):
+        for i, request in enumerate(as_list(self.devices.get("requests"))):
             if not isinstance(request, dict):
                 continue
             name = request.get("name")
             self._name(("requests", i, "name"), name, names, "request")
             body = request_body(request)
-            subrequests = _list(request.get("firstAvailable"))  # beside `exactly`, in every version
+            subrequests = as_list(request.get("firstAvailable"))  # beside `exactly`, in every version
             if subrequests:
                 if len(subrequests) > self.limits["firstAvailable"]:
                     self.add(("requests", i, "firstAvailable"),
@@ -146,18 +142,18 @@ class _Claim:
             self.add(path + ("count",), "allocationMode All takes no count", "remove count")
         elif mode not in ("ExactCount", "All"):
             self.add(path + ("allocationMode",), f"unknown allocationMode {mode!r}: ExactCount or All")
-        selectors = _list(body.get("selectors"))
+        selectors = as_list(body.get("selectors"))
         if len(selectors) > self.limits["selectorsPerRequest"]:
             self.add(path + ("selectors",), f"{len(selectors)} selectors; a request may have at most {self.limits['selectorsPerRequest']}",
                      "join conditions with && in fewer expressions")
         for j, s in enumerate(selectors):
             self.out.extend(check_selector(self.obj, self.base + path + ("selectors", j), s, self.limits))
-        tolerations = _list(body.get("tolerations"))
+        tolerations = as_list(body.get("tolerations"))
         if len(tolerations) > self.limits["tolerationsPerRequest"]:
             self.add(path + ("tolerations",), f"{len(tolerations)} tolerations; at most {self.limits['tolerationsPerRequest']}")
 
     def _references(self, path: tuple, refs: Any, names: set[str]) -> None:
-        for k, ref in enumerate(_list(refs)):
+        for k, ref in enumerate(as_list(refs)):
             if not isinstance(ref, str) or ref.count("/") > 1:
                 self.add(path + (k,), f"{ref!r} must name a request as <request> or <request>/<subrequest>")
             elif ref not in names and ref.split("/")[0] not in names:
@@ -214,12 +210,12 @@ def check_dra_limits(ctx: ClusterContext) -> Iterable[Finding]:
             spec = obj.manifest.get("spec")
             if not isinstance(spec, dict):
                 continue
-            selectors = _list(spec.get("selectors"))
+            selectors = as_list(spec.get("selectors"))
             if len(selectors) > limits["selectorsPerRequest"]:
                 yield Finding(obj, ("spec", "selectors"), f"{len(selectors)} selectors; a DeviceClass may have at most {limits['selectorsPerRequest']}")
             for j, s in enumerate(selectors):
                 yield from check_selector(obj, ("spec", "selectors", j), s, limits)
-            configs = _list(spec.get("config"))
+            configs = as_list(spec.get("config"))
             if len(configs) > limits["configsPerClaim"]:
                 yield Finding(obj, ("spec", "config"), f"{len(configs)} config entries; at most {limits['configsPerClaim']}")
             for j, c in enumerate(configs):

@@ -19,7 +19,7 @@ from ..facts.driver_config import ConfigKind, config_api_version, config_kind_li
 from ..lower.graph import KubeObject
 from .cel_rules import CelRules
 from .dra_limits import CLAIM_KINDS, claim_devices, request_body
-from .model import ClusterContext, Finding, value_at
+from .model import ClusterContext, Finding, as_list, value_at
 from .schema import Compiler, Node, validate
 
 _TYPE_SELECTOR = re.compile(r"\.type\s*==\s*['\"](\w+)['\"]")
@@ -48,9 +48,8 @@ def class_device_types(objects: list[KubeObject]) -> dict[str, str]:
     for obj in objects:
         if obj.kind != "DeviceClass":
             continue
-        spec = obj.manifest.get("spec") if isinstance(obj.manifest.get("spec"), dict) else {}
-        for selector in spec.get("selectors") or ():
-            expression = ((selector or {}).get("cel") or {}).get("expression") if isinstance(selector, dict) else None
+        for selector in as_list(value_at(obj.manifest, ("spec", "selectors"))):
+            expression = value_at(selector, ("cel", "expression"))
             match = _TYPE_SELECTOR.search(expression) if isinstance(expression, str) else None
             if match:
                 types[obj.name] = match.group(1)
@@ -61,13 +60,13 @@ def class_device_types(objects: list[KubeObject]) -> dict[str, str]:
 def _request_classes(devices: dict[str, Any]) -> dict[str, str]:
     """Request (and `request/subrequest`) name -> device class name."""
     out: dict[str, str] = {}
-    for request in devices.get("requests") or ():
+    for request in as_list(devices.get("requests")):
         if not isinstance(request, dict) or not isinstance(request.get("name"), str):
             continue
         body = request_body(request)
         if isinstance(body.get("deviceClassName"), str):
             out[request["name"]] = body["deviceClassName"]
-        for sub in request.get("firstAvailable") or ():
+        for sub in as_list(request.get("firstAvailable")):
             if isinstance(sub, dict) and isinstance(sub.get("name"), str) and isinstance(sub.get("deviceClassName"), str):
                 out[f"{request['name']}/{sub['name']}"] = sub["deviceClassName"]
     return out
@@ -85,7 +84,7 @@ class _Configs:
     def check(self, obj: KubeObject, path: tuple, opaque: dict[str, Any], targets: dict[str, str] | None) -> Iterable[Finding]:
         """One `opaque` entry; `targets` maps the requests it applies to onto their device classes."""
         driver = opaque.get("driver")
-        if driver not in self.drivers:
+        if not isinstance(driver, str) or driver not in self.drivers:
             return  # another vendor's driver: its config API is not gpuc's to judge
         params = opaque.get("parameters")
         at = path + ("parameters",)
@@ -133,7 +132,7 @@ class _Configs:
         explicit = path[:-1] + ("requests",)
         if obj.kind != "DeviceClass" and isinstance(value_at(obj.manifest, explicit), list) and value_at(obj.manifest, explicit):
             for i, req in enumerate(value_at(obj.manifest, explicit)):
-                device_type = typed.get(req)
+                device_type = typed.get(req) if isinstance(req, str) else None
                 if device_type is not None and device_type != kind.device_type:
                     right = next((k.name for k in self.kinds.values() if k.device_type == device_type), "")
                     yield Finding(obj, explicit + (i,),
@@ -157,7 +156,7 @@ def check_driver_configs(ctx: ClusterContext) -> Iterable[Finding]:
                 continue
             base, devices = found
             classes = _request_classes(devices)
-            for i, entry in enumerate(devices.get("config") or ()):
+            for i, entry in enumerate(as_list(devices.get("config"))):
                 if not isinstance(entry, dict) or not isinstance(entry.get("opaque"), dict):
                     continue
                 refs = entry.get("requests")
@@ -165,7 +164,6 @@ def check_driver_configs(ctx: ClusterContext) -> Iterable[Finding]:
                            if isinstance(refs, list) and refs else classes)
                 yield from configs.check(obj, base + ("config", i, "opaque"), entry["opaque"], targets)
         elif obj.kind == "DeviceClass":
-            spec = obj.manifest.get("spec")
-            for i, entry in enumerate((spec or {}).get("config") or () if isinstance(spec, dict) else ()):
+            for i, entry in enumerate(as_list(value_at(obj.manifest, ("spec", "config")))):
                 if isinstance(entry, dict) and isinstance(entry.get("opaque"), dict):
                     yield from configs.check(obj, ("spec", "config", i, "opaque"), entry["opaque"], {obj.name: obj.name})

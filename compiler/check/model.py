@@ -62,6 +62,11 @@ class ClusterContext:
         self.objects = self.compiled.sorted_objects() + sorted(self.compiled.gitops, key=KubeObject.sort_key)
 
 
+def as_list(value: Any) -> list:
+    """`value` if it is a list, else []: checkers read manifests that may be malformed anywhere."""
+    return value if isinstance(value, list) else []
+
+
 def value_at(value: Any, path: tuple, default: Any = None) -> Any:
     """The value at `path` (keys and list indexes) inside `value`, or `default` when it is not there."""
     for part in path:
