@@ -71,7 +71,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         _print_diagnostics(warnings, False)
         total = sum(report.objects.values())
         print(f"ok: {len(compilation.fleet.workloads)} workload(s) on {len(compilation.clusters)} cluster(s) compile to "
-              f"{total} object(s), all checked")
+              f"{total} object(s) that pass the checks" + (f" ({len(warnings)} warning(s))" if warnings else ""))
     return EXIT_OK
 
 

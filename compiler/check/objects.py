@@ -133,10 +133,10 @@ def check_objects(ctx: ClusterContext) -> Iterable[Finding | Diagnostic]:
 def _missing_crds(ctx: ClusterContext, unchecked: dict[tuple[str, str], list[KubeObject]]) -> Iterable[Diagnostic]:
     """One finding per kind, on the cluster: users fix it by supplying CRDs, not by editing workloads."""
     intent = ctx.cluster.intent
-    searched = ", ".join(ctx.crds.searched) if ctx.crds.searched else "no CRD directory (neither spec.crds nor --crds)"
+    searched = f"in {', '.join(ctx.crds.searched)}" if ctx.crds.searched else "(no CRD directory given: spec.crds or --crds)"
     for (api, kind), objs in sorted(unchecked.items()):
         names = ", ".join(sorted({o.name for o in objs})[:3]) + (", ..." if len(objs) > 3 else "")
-        message = (f"no CRD for {kind} ({api}) in {searched}: {len(objs)} object(s) ({names}) "
+        message = (f"no CRD for {kind} ({api}) {searched}: {len(objs)} object(s) ({names}) "
                    f"{'cannot be checked' if ctx.options.require_crds else 'were not checked against a schema'}")
         hint = ("add the CRD YAML of the operator version this cluster runs to spec.crds or pass --crds DIR"
                 + ("" if ctx.options.require_crds else "; --require-crds makes this an error"))
