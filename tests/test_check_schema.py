@@ -115,3 +115,17 @@ def test_malformed_schemas_are_refused():
         Compiler().compile({"type": "object", "x-kubernetes-validations": [{"message": "m"}]})
     with pytest.raises(SchemaError, match="not a regular expression"):
         Compiler().compile({"type": "string", "pattern": "("})
+
+
+def test_schemas_are_loaded_and_compiled_once_per_version_and_kind():
+    from check_support import example_cluster, run_checks
+    from compiler.check import builtin
+
+    run_checks(example_cluster("prod-east"))
+    loads = builtin.builtin_kinds.cache_info().misses
+    compiled = builtin.builtin_schema.cache_info().misses
+    run_checks(example_cluster("prod-east"))
+    assert builtin.builtin_kinds.cache_info().misses == loads
+    assert builtin.builtin_schema.cache_info().misses == compiled
+    assert builtin.builtin_schema("1.34", "resource.k8s.io", "v1", "ResourceClaim") is \
+        builtin.builtin_schema("1.34", "resource.k8s.io", "v1", "ResourceClaim")
