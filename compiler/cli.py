@@ -1,4 +1,5 @@
-"""The `gpuc` command line. Exit codes: 0 ok, 1 findings (infeasible, diff gate), 2 bad input.
+"""The `gpuc` command line. Exit codes: 0 ok, 1 findings (infeasible, output the cluster would reject,
+diff gate), 2 bad input (intents, CRD files, a previous tree that cannot be read).
 
 Heavy modules are imported inside each command so that `gpuc --help` starts instantly.
 """
@@ -43,18 +44,34 @@ def _guarded(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Nam
     return wrapper
 
 
+def _check(args: argparse.Namespace, compilation, previous: Path | None):
+    """Run the check stage on compiled clusters; raises OutputRejected (exit 1) on errors."""
+    from .check.model import CheckOptions
+    from .check.run import check_clusters
+
+    options = CheckOptions(tuple(Path(d) for d in args.crds or ()), args.require_crds, args.allow_replace)
+    return check_clusters(compilation.clusters, compilation.fleet.root, options, previous)
+
+
 @_guarded
 def cmd_validate(args: argparse.Namespace) -> int:
+    from .diagnostics import Diagnostic, InputError
     from .pipeline import compile_fleet
 
+    if args.previous is not None and not Path(args.previous).is_dir():
+        raise InputError([Diagnostic(str(args.previous), 0, "--previous", "directory does not exist",
+                                     "pass the output directory of an earlier `gpuc render`")])
     compilation = compile_fleet(args.fleet)
+    report = _check(args, compilation, Path(args.previous) if args.previous else None)
+    warnings = sorted(set(compilation.warnings) | set(report.warnings))
     if args.output == "json":
-        print(json.dumps({"ok": True, "clusters": sorted(compilation.clusters),
-                          "warnings": [w.as_dict() for w in compilation.warnings]}, indent=2))
+        print(json.dumps({"ok": True, "clusters": sorted(compilation.clusters), "checkedObjects": report.objects,
+                          "warnings": [w.as_dict() for w in warnings]}, indent=2))
     else:
-        _print_diagnostics(compilation.warnings, False)
-        total = sum(len(c.objects) for c in compilation.clusters.values())
-        print(f"ok: {len(compilation.fleet.workloads)} workload(s) on {len(compilation.clusters)} cluster(s) compile to {total} object(s)")
+        _print_diagnostics(warnings, False)
+        total = sum(report.objects.values())
+        print(f"ok: {len(compilation.fleet.workloads)} workload(s) on {len(compilation.clusters)} cluster(s) compile to "
+              f"{total} object(s) that pass the checks" + (f" ({len(warnings)} warning(s))" if warnings else ""))
     return EXIT_OK
 
 
@@ -64,18 +81,20 @@ def cmd_render(args: argparse.Namespace) -> int:
     from .pipeline import compile_fleet
 
     compilation = compile_fleet(args.fleet, args.cluster)
+    report = _check(args, compilation, Path(args.out))  # the tree about to be replaced is the previous state
     trees = {name: cluster_files(compiled) for name, compiled in compilation.clusters.items()}
     try:
         write_tree(Path(args.out), trees, prune_other_clusters=args.cluster is None)
     except OSError as exc:
         print(f"gpuc: cannot write {args.out}: {exc.strerror or exc}; the previous tree is unchanged", file=sys.stderr)
         return EXIT_INPUT
+    warnings = sorted(set(compilation.warnings) | set(report.warnings))
     if args.output == "json":
         print(json.dumps({"ok": True, "out": str(args.out),
                           "clusters": {n: sorted(files) for n, files in trees.items()},
-                          "warnings": [w.as_dict() for w in compilation.warnings]}, indent=2))
+                          "warnings": [w.as_dict() for w in warnings]}, indent=2))
     else:
-        _print_diagnostics(compilation.warnings, False)
+        _print_diagnostics(warnings, False)
         for name, compiled in compilation.clusters.items():
             print(f"{name}: {len(compiled.objects)} objects, {len(compiled.releases)} Helm releases -> {Path(args.out) / name}")
     return EXIT_OK
@@ -137,10 +156,23 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=func)
         return p
 
-    add("validate", cmd_validate, "check the intents and compile them, without writing anything")
-    render = add("render", cmd_render, "write the rendered tree Argo CD consumes")
+    def add_checks(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--crds", action="append", metavar="DIR",
+                       help="directory of CRD YAMLs (searched recursively) to check custom resources against; "
+                            "repeatable; a cluster's spec.crds directory is searched first")
+        p.add_argument("--require-crds", action="store_true",
+                       help="fail when a custom resource kind has no CRD (default: a warning)")
+        p.add_argument("--allow-replace", action="store_true",
+                       help="accept changes to immutable fields gpuc knows how to replace (reported as warnings)")
+
+    validate = add("validate", cmd_validate, "compile the intents and check the output, without writing anything")
+    add_checks(validate)
+    validate.add_argument("--previous", metavar="DIR",
+                          help="an earlier render's output directory: check updates against it (immutable fields, CRD transition rules)")
+    render = add("render", cmd_render, "check and write the rendered tree Argo CD consumes (nothing is written on errors)")
     render.add_argument("-o", "--out", required=True, help="output directory (one sub-directory per cluster)")
     render.add_argument("--cluster", help="render only this cluster")
+    add_checks(render)
     explain = add("explain", cmd_explain, "show sizing, pools and objects behind one workload")
     explain.add_argument("workload", metavar="WORKLOAD", help="workload name or namespace/name")
     diff = add("diff", cmd_diff, "explain what an intent change does to each cluster (Markdown for a PR comment)",

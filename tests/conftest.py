@@ -15,7 +15,9 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "intents"
 GOLDEN = REPO / "tests" / "golden"
-REFERENCE = REPO.parent / "shared" / "reference"
+# shared/ sits beside the checkout (CI, the main clone); a git worktree nests one level deeper.
+REFERENCE = next((p / "shared" / "reference" for p in REPO.parents if (p / "shared" / "reference").is_dir()),
+                 REPO.parent / "shared" / "reference")
 
 
 @dataclass
