@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
@@ -14,7 +13,7 @@ from compiler.emit.tree import TMP_PREFIX
 from compiler.load.yaml_source import parse_documents
 from compiler.diagnostics import InputError
 from compiler.validate.secrets import credential_kind
-from conftest import EXAMPLES, NIM_SECRETS, REPO, cluster_doc, gpuc, nim_model, workload_doc
+from conftest import EXAMPLES, REPO, cluster_doc, gpuc, nim_model, workload_doc
 from pulumi_harness import run_stack, stack_config
 
 
