@@ -44,59 +44,57 @@ def _guarded(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Nam
     return wrapper
 
 
-def _check(args: argparse.Namespace, compilation, previous: Path | None):
-    """Run the check stage on compiled clusters; raises OutputRejected (exit 1) on errors."""
+def _build(args: argparse.Namespace, only: str | None, previous: Path | None):
+    """Compile, emit and check every cluster; raises on bad input (2), infeasible or refused output (1)."""
+    from .build import build_fleet
     from .check.model import CheckOptions
-    from .check.run import check_clusters
 
     options = CheckOptions(tuple(Path(d) for d in args.crds or ()), args.require_crds, args.allow_replace)
-    return check_clusters(compilation.clusters, compilation.fleet.root, options, previous)
+    built = build_fleet(args.fleet, only, options, previous, args.jobs)
+    built.raise_if_failed()
+    return built
 
 
 @_guarded
 def cmd_validate(args: argparse.Namespace) -> int:
     from .diagnostics import Diagnostic, InputError
-    from .pipeline import compile_fleet
 
     if args.previous is not None and not Path(args.previous).is_dir():
         raise InputError([Diagnostic(str(args.previous), 0, "--previous", "directory does not exist",
                                      "pass the output directory of an earlier `gpuc render`")])
-    compilation = compile_fleet(args.fleet)
-    report = _check(args, compilation, Path(args.previous) if args.previous else None)
-    warnings = sorted(set(compilation.warnings) | set(report.warnings))
+    built = _build(args, None, Path(args.previous) if args.previous else None)
+    checked = {c.name: c.checked for c in built.clusters}
     if args.output == "json":
-        print(json.dumps({"ok": True, "clusters": sorted(compilation.clusters), "checkedObjects": report.objects,
-                          "warnings": [w.as_dict() for w in warnings]}, indent=2))
+        print(json.dumps({"ok": True, "clusters": sorted(checked), "checkedObjects": checked,
+                          "warnings": [w.as_dict() for w in built.warnings]}, indent=2))
     else:
-        _print_diagnostics(warnings, False)
-        total = sum(report.objects.values())
-        print(f"ok: {len(compilation.fleet.workloads)} workload(s) on {len(compilation.clusters)} cluster(s) compile to "
-              f"{total} object(s) that pass the checks" + (f" ({len(warnings)} warning(s))" if warnings else ""))
+        _print_diagnostics(built.warnings, False)
+        print(f"ok: {len(built.fleet.workloads)} workload(s) on {len(checked)} cluster(s) compile to "
+              f"{sum(checked.values())} object(s) that pass the checks"
+              + (f" ({len(built.warnings)} warning(s))" if built.warnings else ""))
     return EXIT_OK
 
 
 @_guarded
 def cmd_render(args: argparse.Namespace) -> int:
-    from .emit.tree import cluster_files, write_tree
-    from .pipeline import compile_fleet
+    from .emit.tree import write_tree
 
-    compilation = compile_fleet(args.fleet, args.cluster)
-    report = _check(args, compilation, Path(args.out))  # the tree about to be replaced is the previous state
-    trees = {name: cluster_files(compiled) for name, compiled in compilation.clusters.items()}
+    built = _build(args, args.cluster, Path(args.out))  # the tree about to be replaced is the previous state
+    trees = {c.name: c.files for c in built.clusters}
     try:
-        write_tree(Path(args.out), trees, prune_other_clusters=args.cluster is None)
+        write_tree(Path(args.out), trees, prune_other_clusters=args.cluster is None,
+                   reuse={c.name: c.unchanged for c in built.clusters})
     except OSError as exc:
         print(f"gpuc: cannot write {args.out}: {exc.strerror or exc}; the previous tree is unchanged", file=sys.stderr)
         return EXIT_INPUT
-    warnings = sorted(set(compilation.warnings) | set(report.warnings))
     if args.output == "json":
         print(json.dumps({"ok": True, "out": str(args.out),
                           "clusters": {n: sorted(files) for n, files in trees.items()},
-                          "warnings": [w.as_dict() for w in warnings]}, indent=2))
+                          "warnings": [w.as_dict() for w in built.warnings]}, indent=2))
     else:
-        _print_diagnostics(warnings, False)
-        for name, compiled in compilation.clusters.items():
-            print(f"{name}: {len(compiled.objects)} objects, {len(compiled.releases)} Helm releases -> {Path(args.out) / name}")
+        _print_diagnostics(built.warnings, False)
+        for c in built.clusters:
+            print(f"{c.name}: {c.objects} objects, {c.releases} Helm releases -> {Path(args.out) / c.name}")
     return EXIT_OK
 
 
@@ -157,6 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     def add_checks(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--jobs", type=int, metavar="N",
+                       help="worker processes for building clusters (default: one per core for large fleets)")
         p.add_argument("--crds", action="append", metavar="DIR",
                        help="directory of CRD YAMLs (searched recursively) to check custom resources against; "
                             "repeatable; a cluster's spec.crds directory is searched first")

@@ -58,6 +58,9 @@ class InputError(Exception):
 
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
+    def __reduce__(self):  # keep the findings when raised in a worker process
+        return (type(self), (self.diagnostics,))
+
     def __str__(self) -> str:
         return "\n".join(d.render() for d in self.diagnostics)
 

@@ -112,15 +112,15 @@ def test_failure_while_writing_leaves_the_previous_tree(fleet, tmp_path, monkeyp
     before = read_tree(out)
     (path / "workloads" / "w.yaml").write_text(yaml.safe_dump(workload_doc(gpu={"count": 4})))
     calls = {"n": 0}
-    real_fsync = os.fsync
+    real_write = tree.write_file
 
-    def failing_fsync(fd):
+    def failing_write(path, text):
         calls["n"] += 1
-        if calls["n"] == 5:
+        if calls["n"] == 2:  # unchanged files are linked, not written: c1 and c2 each write a new claim
             raise OSError(28, "No space left on device")
-        return real_fsync(fd)
+        return real_write(path, text)
 
-    monkeypatch.setattr(tree.os, "fsync", failing_fsync)
+    monkeypatch.setattr(tree, "write_file", failing_write)
     result = gpuc("render", path, "-o", out)
     assert result.code == 2 and "No space left on device; the previous tree is unchanged" in result.err
     assert read_tree(out) == before

@@ -100,14 +100,15 @@ def test_a_killed_render_leaves_the_previous_tree_and_is_cleaned_up_next_time(fl
     # A real SIGKILL in the middle of writing files: no cleanup code can run.
     script = (
         "import os, signal, sys\n"
+        "import compiler.emit.tree as tree\n"
         "calls = [0]\n"
-        "real = os.fsync\n"
-        "def fsync(fd):\n"
+        "real = tree.write_file\n"
+        "def write_file(path, text):\n"
         "    calls[0] += 1\n"
-        "    if calls[0] == 7:\n"
+        "    if calls[0] == 2:\n"
         "        os.kill(os.getpid(), signal.SIGKILL)\n"
-        "    return real(fd)\n"
-        "os.fsync = fsync\n"
+        "    return real(path, text)\n"
+        "tree.write_file = write_file\n"
         "from compiler.cli import main\n"
         f"sys.exit(main(['render', {str(path)!r}, '-o', {str(out)!r}]))\n"
     )

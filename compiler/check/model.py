@@ -50,7 +50,9 @@ class ClusterContext:
     compiled: CompiledCluster
     crds: CrdCatalog
     options: CheckOptions = CheckOptions()
-    previous: dict[ObjectKey, dict[str, Any]] = field(default_factory=dict)  # the tree rendered last time
+    # the tree rendered last time: a PreviousTree, or objects by identity (tests, --previous of another layout)
+    previous: Any = field(default_factory=dict)
+    rendered: dict[str, str] = field(default_factory=dict)  # file name -> text about to be written, when known
 
     @property
     def cluster(self) -> ResolvedCluster:

@@ -7,10 +7,9 @@ previously rendered tree, then hands plain data to the checkers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..diagnostics import Diagnostic, Findings, InfeasibleError
+from ..diagnostics import Diagnostic, InfeasibleError
 from ..lower.graph import CompiledCluster
 from .crds import CrdCatalog, build_catalog, read_crd_dir
 from .dra_limits import check_dra_limits
@@ -18,7 +17,6 @@ from .driver_config import check_driver_configs
 from .metadata import check_metadata
 from .model import CheckOptions, Checker, ClusterContext, Finding
 from .objects import check_objects
-from .previous import read_previous
 from .report import to_diagnostic
 
 CHECKERS: list[Checker] = [check_objects, check_metadata, check_dra_limits, check_driver_configs]
@@ -26,16 +24,6 @@ CHECKERS: list[Checker] = [check_objects, check_metadata, check_dra_limits, chec
 
 class OutputRejected(InfeasibleError):
     """Compiled output the API server or a driver would refuse: exit code 1, nothing is written."""
-
-
-@dataclass
-class CheckReport:
-    findings: Findings = field(default_factory=Findings)
-    objects: dict[str, int] = field(default_factory=dict)  # cluster -> objects checked
-
-    @property
-    def warnings(self) -> list[Diagnostic]:
-        return self.findings.warnings
 
 
 def check_cluster(ctx: ClusterContext, checkers: list[Checker] | None = None) -> list[Diagnostic]:
@@ -55,17 +43,3 @@ def cluster_catalog(compiled: CompiledCluster, fleet_root: Path, options: CheckO
     for directory in options.crds:
         layers.append((str(directory), read_crd_dir(directory, str(directory))))
     return build_catalog(layers)
-
-
-def check_clusters(clusters: dict[str, CompiledCluster], fleet_root: Path, options: CheckOptions,
-                   previous_root: Path | None = None) -> CheckReport:
-    """Check every cluster; raises OutputRejected (exit 1) when any error is found, else returns warnings."""
-    report = CheckReport()
-    for name, compiled in clusters.items():
-        previous = read_previous(previous_root / name) if previous_root is not None else {}
-        ctx = ClusterContext(compiled, cluster_catalog(compiled, fleet_root, options), options, previous)
-        report.findings.extend(check_cluster(ctx))
-        report.objects[name] = len(ctx.objects)
-    if report.findings.errors:
-        raise OutputRejected(report.findings.all())
-    return report

@@ -30,20 +30,33 @@ _STANDARD_TAGS = tuple(f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float",
 
 @dataclass
 class SourceDoc:
-    """One YAML document: its value plus where each path of it came from."""
+    """One YAML document: its value, and where each path of it came from.
+
+    The line map is built only when someone asks for a line (an error, a finding), by parsing the
+    document's text again: a large fleet has hundreds of thousands of values and almost never an
+    error, and keeping every parsed node alive would cost memory and garbage-collector time.
+    """
 
     file: str
     index: int
     value: Any
-    lines: dict[Path, int] = field(default_factory=dict)
+    text: str = field(default="", repr=False, compare=False)  # the whole file, shared by its documents
     start_line: int = 1
+    _lines: dict[Path, int] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def lines(self) -> dict[Path, int]:
+        if self._lines is None:
+            self._lines = _line_map(_document_node(self.text, self.index)) if self.text else {}
+        return self._lines
 
     def line_of(self, path: Path) -> int:
         """Line of `path`, or of its nearest ancestor that exists (a missing field's parent)."""
+        lines = self.lines
         path = tuple(path)
         while path:
-            if path in self.lines:
-                return self.lines[path]
+            if path in lines:
+                return lines[path]
             path = path[:-1]
         return self.start_line
 
@@ -54,6 +67,40 @@ class SourceDoc:
     def ref(self) -> str:
         """`file#doc`, the provenance written into every emitted object."""
         return f"{self.file}#{self.index}"
+
+
+def _document_node(text: str, index: int) -> yaml.Node | None:
+    loader = _Loader(text)
+    try:
+        i = 0
+        while loader.check_node():  # libyaml's get_node must not be called past the last document
+            node = loader.get_node()
+            if i == index:
+                return node
+            i += 1
+        return None
+    finally:
+        loader.dispose()
+
+
+def _line_map(root: yaml.Node | None) -> dict[Path, int]:
+    """Path -> line of every key and item (keys give their own line, items their first line)."""
+    lines: dict[Path, int] = {}
+    if root is None:
+        return lines
+    stack: list[tuple[yaml.Node, Path]] = [(root, ())]
+    while stack:
+        node, path = stack.pop()
+        lines.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                if isinstance(key_node, yaml.ScalarNode):
+                    child = path + (key_node.value,)
+                    lines.setdefault(child, key_node.start_mark.line + 1)
+                    stack.append((value_node, child))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, path + (i,)) for i, item in enumerate(node.value))
+    return lines
 
 
 def _fail(file: str, line: int, message: str, hint: str = "") -> InputError:
@@ -90,9 +137,8 @@ def parse_documents(text: str, file: str) -> list[SourceDoc]:
             if node is None or (isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null"):
                 index += 1
                 continue
-            builder = _Builder(loader, file)
-            value = builder.build(node, ())
-            docs.append(SourceDoc(file, index, value, builder.lines, node.start_mark.line + 1))
+            value = _Builder(loader, file).build(node, ())
+            docs.append(SourceDoc(file, index, value, text, node.start_mark.line + 1))
             index += 1
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -131,8 +177,15 @@ class _Builder:
         self.constructors = loader.yaml_constructors
         self.loader = loader
         self.file = file
-        self.lines: dict[Path, int] = {}
         self.count = 0
+
+    def scalar(self, node: yaml.ScalarNode) -> Any:
+        if node.tag == _STR:  # most scalars: skip the constructor machinery
+            return node.value
+        value = self.constructors[node.tag](self.loader, node)
+        if isinstance(value, (datetime.date, datetime.datetime)):
+            return node.value  # keep dates as the text the user wrote
+        return value
 
     def build(self, node: yaml.Node, path: Path) -> Any:
         self.count += 1
@@ -140,36 +193,31 @@ class _Builder:
             raise _fail(self.file, node.start_mark.line + 1,
                         f"document expands to more than {MAX_NODES} values (anchors and aliases?)",
                         "intents do not need YAML aliases; write the values out")
-        self.lines.setdefault(path, node.start_mark.line + 1)
         if not node.tag.startswith(_STANDARD_TAGS):
             raise InputError([Diagnostic(self.file, node.start_mark.line + 1, format_path(path),
                                          f"YAML tag '{node.tag}' is not allowed", "intents use plain YAML values; remove the tag")])
         if isinstance(node, yaml.MappingNode):
             self.loader.flatten_mapping(node)  # resolves `<<` merge keys
             result: dict[str, Any] = {}
+            first_line: dict[str, int] = {}
             for key_node, value_node in node.value:
                 if not isinstance(key_node, yaml.ScalarNode):
                     raise _fail(self.file, key_node.start_mark.line + 1,
                                 f"{format_path(path)}: mapping keys must be plain strings")
-                key = self.loader.construct_object(key_node)
+                key = self.scalar(key_node)
                 if not isinstance(key, str):
                     key = str(key) if not isinstance(key, bool) else str(key).lower()
                 if key in result:
                     raise InputError([Diagnostic(
                         self.file, key_node.start_mark.line + 1, format_path(path + (key,)),
-                        f"duplicate key '{key}' (first at line {self.lines[path + (key,)]})",
+                        f"duplicate key '{key}' (first at line {first_line[key]})",
                         "YAML keeps only one of them; delete or merge the duplicate")])
-                child = path + (key,)
-                self.lines[child] = key_node.start_mark.line + 1
-                result[key] = self.build(value_node, child)
+                first_line[key] = key_node.start_mark.line + 1
+                result[key] = self.build(value_node, path + (key,))
             return result
         if isinstance(node, yaml.SequenceNode):
             return [self.build(item, path + (i,)) for i, item in enumerate(node.value)]
-        if node.tag == _STR:  # most scalars: skip the constructor machinery
-            return node.value
-        value = self.constructors[node.tag](self.loader, node)
-        if isinstance(value, (datetime.date, datetime.datetime)):
-            return node.value  # keep dates as the text the user wrote
+        value = self.scalar(node)
         if isinstance(value, bytes):
             raise _fail(self.file, node.start_mark.line + 1, f"{format_path(path)}: binary values are not supported")
         return value

@@ -37,9 +37,11 @@ def lower_cluster(plan: ClusterPlan, fleet: Fleet) -> CompiledCluster:
             values={}, wave=Wave.CHARTS, component="nim-operator", origin=cluster.intent.source))
 
     chart_namespaces = {r.namespace for r in compiled.releases}
-    for namespace in sorted({p.namespace for p in plans} - RESERVED_NAMESPACES - chart_namespaces):
-        first = min((p for p in plans if p.namespace == namespace), key=lambda p: p.name)
-        compiled.objects.append(namespace_object(cluster, namespace, first.intent.source))
+    first_in: dict[str, object] = {}  # namespace -> its alphabetically first workload, the Namespace's source
+    for p in sorted(plans, key=lambda p: p.name):
+        first_in.setdefault(p.namespace, p)
+    for namespace in sorted(set(first_in) - RESERVED_NAMESPACES - chart_namespaces):
+        compiled.objects.append(namespace_object(cluster, namespace, first_in[namespace].intent.source))
 
     for cls in fleet.classes.values():
         compiled.objects.append(lower_device_class(cluster, cls))

@@ -43,9 +43,15 @@ class Fleet:
     clusters: dict[str, Intent[Cluster]] = field(default_factory=dict)
     workloads: list[Intent[GpuWorkload]] = field(default_factory=list)
     classes: dict[str, Intent[GpuDeviceClass]] = field(default_factory=dict)
+    _by_cluster: dict[str, list[Intent[GpuWorkload]]] | None = field(default=None, repr=False)
 
     def workloads_on(self, cluster: str) -> list[Intent[GpuWorkload]]:
-        return [w for w in self.workloads if cluster in target_clusters(w.model, self)]
+        if self._by_cluster is None:  # built once: large fleets ask for every cluster
+            self._by_cluster = {}
+            for w in self.workloads:
+                for name in target_clusters(w.model, self):
+                    self._by_cluster.setdefault(name, []).append(w)
+        return list(self._by_cluster.get(cluster, []))
 
     def workload(self, ref: str) -> Intent[GpuWorkload] | None:
         """Find a workload by `name` or `namespace/name`."""

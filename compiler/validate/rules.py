@@ -446,8 +446,11 @@ def _check_share_groups(fleet: Fleet, findings: Findings) -> None:
     for name, members in groups.items():
         first = members[0]
         for other in members[1:]:
-            where = f"{first.source.file}:{first.source.line_of(('spec', 'gpu', 'shareGroup'))}"
             fm, om = first.model, other.model
+            if om.metadata.namespace == fm.metadata.namespace and om.spec.gpu.model_dump(exclude={"share_group"}) == \
+                    fm.spec.gpu.model_dump(exclude={"share_group"}):
+                continue  # the common case: nothing to report, no line lookup
+            where = f"{first.source.file}:{first.source.line_of(('spec', 'gpu', 'shareGroup'))}"
             if om.metadata.namespace != fm.metadata.namespace:
                 findings.add(other.error(("metadata", "namespace"),
                                          f"shareGroup '{name}' spans namespaces: '{om.metadata.namespace}' here, '{fm.metadata.namespace}' in {fm.metadata.name} ({where})",

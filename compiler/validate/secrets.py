@@ -35,8 +35,14 @@ def _entropy(text: str) -> float:
     return -sum(c / len(text) * math.log2(c / len(text)) for c in counts.values())
 
 
+SHORTEST = 16  # no pattern matches fewer characters, except a password in a URL (which needs an "@")
+
+
+@lru_cache(maxsize=65536)
 def credential_kind(text: str) -> str:
     """What kind of credential `text` looks like, or "" when it does not look like one."""
+    if len(text) < SHORTEST and "@" not in text:
+        return ""
     patterns, entropy, _ = _rules()
     for name, regex in patterns:
         if regex.search(text):
@@ -47,23 +53,23 @@ def credential_kind(text: str) -> str:
     return ""
 
 
-def _strings(value: Any, path: tuple) -> Iterator[tuple[tuple, str]]:
+def _strings(value: Any) -> Iterator[tuple[tuple, str]]:
     _, _, public = _rules()
-    if isinstance(value, dict):
-        for key, child in value.items():
-            if key not in public:
-                yield from _strings(child, path + (key,))
-    elif isinstance(value, list):
-        for i, child in enumerate(value):
-            yield from _strings(child, path + (i,))
-    elif isinstance(value, str):
-        yield path, value
+    stack: list[tuple[Any, tuple]] = [(value, ())]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, dict):
+            stack.extend((child, path + (key,)) for key, child in node.items() if key not in public)
+        elif isinstance(node, list):
+            stack.extend((child, path + (i,)) for i, child in enumerate(node))
+        elif isinstance(node, str):
+            yield path, node
 
 
 def scan_document(doc: SourceDoc) -> tuple[list[Diagnostic], set[str]]:
     """Findings for credential-looking values, and the values themselves (to redact from other messages)."""
     findings, values = [], set()
-    for path, text in _strings(doc.value, ()):
+    for path, text in _strings(doc.value):
         kind = credential_kind(text)
         if kind:
             findings.append(doc.error(path, f"this value looks like {kind}; gpuc never puts secret values into manifests", HINT))

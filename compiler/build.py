@@ -1,0 +1,120 @@
+"""The whole pipeline for `render` and `validate`: per cluster plan -> lower -> emit -> check.
+
+Clusters are independent once the fleet is validated, so large fleets are built in parallel: worker
+processes are forked after validation and inherit the validated fleet instead of receiving it, and
+each returns only its rendered files and findings. Small fleets stay in one process, where forking
+would cost more than it saves. Results come back in cluster order, so output never depends on
+which worker finished first.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .check.model import CheckOptions, ClusterContext
+from .check.previous import PreviousTree
+from .check.run import OutputRejected, check_cluster, cluster_catalog
+from .diagnostics import Diagnostic, InfeasibleError, InputError
+from .emit.tree import cluster_files, unchanged_files
+from .pipeline import compile_cluster, validate_fleet
+from .validate.documents import Fleet
+from .validate.resolved import ResolvedCluster
+
+PARALLEL_MIN_WORKLOADS = 2_000  # below this a fork costs more than it saves
+
+
+@dataclass
+class ClusterBuild:
+    name: str
+    files: dict[str, str] = field(default_factory=dict)  # relative path -> text
+    unchanged: set[str] = field(default_factory=set)  # files byte-identical to the previous render
+    objects: int = 0
+    releases: int = 0
+    checked: int = 0  # objects the checks saw (Argo CD Applications included)
+    warnings: list[Diagnostic] = field(default_factory=list)
+    infeasible: list[Diagnostic] = field(default_factory=list)  # plan findings: the cluster was not compiled
+    rejected: list[Diagnostic] = field(default_factory=list)  # check findings: the API server would refuse output
+
+
+@dataclass
+class FleetBuild:
+    fleet: Fleet
+    clusters: list[ClusterBuild]
+    warnings: list[Diagnostic]
+
+    def raise_if_failed(self) -> None:
+        """Infeasible plans and refused output are findings (exit 1); nothing is written."""
+        infeasible = [d for c in self.clusters for d in c.infeasible]
+        rejected = [d for c in self.clusters for d in c.rejected]
+        if rejected:
+            raise OutputRejected(sorted(set(infeasible + rejected + self.warnings)))
+        if infeasible:
+            raise InfeasibleError(sorted(set(infeasible + self.warnings)))
+
+
+@dataclass(frozen=True)
+class _Job:
+    fleet: Fleet
+    clusters: dict[str, ResolvedCluster]
+    options: CheckOptions
+    previous_root: Path | None
+
+
+_JOB: _Job | None = None  # set before forking; the workers inherit it
+
+
+def build_cluster(name: str) -> ClusterBuild:
+    job = _JOB
+    assert job is not None
+    cluster = job.clusters[name]
+    compiled, findings = compile_cluster(cluster, job.fleet)
+    result = ClusterBuild(name, warnings=findings.warnings)
+    if compiled is None:
+        result.infeasible = findings.errors
+        return result
+    result.files = cluster_files(compiled)
+    result.objects, result.releases = len(compiled.objects), len(compiled.releases)
+    previous_dir = job.previous_root / name if job.previous_root is not None else None
+    if previous_dir is not None:
+        result.unchanged = unchanged_files(previous_dir, result.files)
+    previous = PreviousTree(previous_dir, result.unchanged)
+    ctx = ClusterContext(compiled, cluster_catalog(compiled, job.fleet.root, job.options), job.options, previous, result.files)
+    result.checked = len(ctx.objects)
+    for d in check_cluster(ctx):
+        (result.rejected if d.severity == "error" else result.warnings).append(d)
+    return result
+
+
+def _workers(fleet: Fleet, clusters: list[str], jobs: int | None) -> int:
+    if jobs is not None:
+        return max(1, jobs)
+    size = sum(len(fleet.workloads_on(c)) for c in clusters)
+    if len(clusters) < 2 or size < PARALLEL_MIN_WORKLOADS or "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    return min(len(clusters), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
+def build_fleet(root: str | os.PathLike[str], only: str | None = None, options: CheckOptions = CheckOptions(),
+                previous_root: Path | None = None, jobs: int | None = None) -> FleetBuild:
+    """Validate the fleet, then build every cluster (or just `only`); raises InputError for bad input."""
+    global _JOB
+    fleet, resolved, warnings = validate_fleet(root)
+    if only is not None and only not in resolved:
+        raise InputError([Diagnostic(str(root), 0, "--cluster", f"no cluster named '{only}' in the fleet",
+                                     f"clusters: {', '.join(resolved)}")])
+    names = [n for n in resolved if only is None or n == only]
+    _JOB = _Job(fleet, resolved, options, previous_root)
+    try:
+        workers = _workers(fleet, names, jobs)
+        if workers == 1:
+            results = [build_cluster(n) for n in names]
+        else:
+            with multiprocessing.get_context("fork").Pool(workers) as pool:
+                results = pool.map(build_cluster, names, chunksize=1)
+    finally:
+        _JOB = None
+    all_warnings = sorted(set(warnings) | {w for r in results for w in r.warnings})
+    return FleetBuild(fleet, results, all_warnings)
