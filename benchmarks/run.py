@@ -1,0 +1,134 @@
+"""gpuc benchmarks: `python -m benchmarks.run [--repeat N] [--only NAME,...]`.
+
+Every figure is the median wall-clock time of N runs of a fresh `python -m compiler ...` process
+(a cold start: imports included), with the peak resident memory of that process. Fleets come from
+benchmarks/fleetgen.py with a fixed seed, so every run measures the same input. Not part of the
+test suite: timings belong in a benchmark, not in pass/fail tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from .fleetgen import generate
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Measurement:
+    name: str
+    seconds: float  # median
+    runs: list[float]
+    peak_mib: float  # largest peak RSS over the runs
+    note: str = ""
+
+    def row(self) -> str:
+        spread = f"{min(self.runs):.2f}-{max(self.runs):.2f}"
+        return f"| {self.name} | {self.seconds:.2f} s | {spread} s | {self.peak_mib:.0f} MiB | {self.note} |"
+
+
+def run_process(args: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int]:
+    """Wall seconds, peak RSS in MiB and exit code of one child process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return elapsed, usage.ru_maxrss / 1024, proc.returncode
+
+
+def measure(name: str, args: list[str], repeat: int, before: Callable[[], None] = lambda: None, note: str = "",
+            ok_codes: tuple[int, ...] = (0,)) -> Measurement:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    runs, peaks = [], []
+    for _ in range(repeat):
+        before()
+        seconds, peak, code = run_process(args, env)
+        if code not in ok_codes:
+            raise SystemExit(f"{name}: {' '.join(args)} exited {code}")
+        runs.append(seconds)
+        peaks.append(peak)
+    return Measurement(name, statistics.median(runs), runs, max(peaks), note)
+
+
+def gpuc(*args: str) -> list[str]:
+    return [sys.executable, "-m", "compiler", *args]
+
+
+def bench_help(repeat: int, work: Path) -> list[Measurement]:
+    return [measure("`gpuc --help` start-up", gpuc("--help"), max(repeat, 10), note="heavy imports deferred")]
+
+
+def _fleet(work: Path, clusters: int, workloads: int, nodes: int = 64) -> Path:
+    path = work / f"fleet-{clusters}x{workloads}"
+    if not path.exists():
+        generate(path, clusters, workloads, nodes, seed=7)
+    return path
+
+
+def bench_render(repeat: int, work: Path) -> list[Measurement]:
+    out = []
+    for clusters, workloads, label in ((20, 50, "20 clusters x 1,000 workloads (50 per cluster)"),
+                                       (20, 1000, "20 clusters x 1,000 workloads each (20,000 workloads)")):
+        fleet = _fleet(work, clusters, workloads)
+        target = work / f"out-{clusters}x{workloads}"
+        fresh = lambda: shutil.rmtree(target, ignore_errors=True)
+        out.append(measure(f"render {label}, empty output directory", gpuc("render", str(fleet), "-o", str(target)), repeat,
+                           before=fresh, note="compile + checks + write"))
+        out.append(measure(f"render {label}, re-render with no change", gpuc("render", str(fleet), "-o", str(target)), repeat,
+                           note="unchanged files hard-linked"))
+    return out
+
+
+def bench_render_scaling(repeat: int, work: Path) -> list[Measurement]:
+    out = []
+    for factor in (1, 4, 16):
+        fleet = _fleet(work, 5, 250 * factor)
+        target = work / f"scale-{factor}"
+        out.append(measure(f"render scaling {factor}x: 5 clusters x {250 * factor} workloads", gpuc("render", str(fleet), "-o", str(target)),
+                           repeat, before=lambda t=target: shutil.rmtree(t, ignore_errors=True)))
+    return out
+
+
+BENCHMARKS: dict[str, Callable[[int, Path], list[Measurement]]] = {
+    "help": bench_help,
+    "render": bench_render,
+    "render-scaling": bench_render_scaling,
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5, help="runs per measurement (the median is reported)")
+    parser.add_argument("--only", help=f"comma-separated subset of {', '.join(BENCHMARKS)}")
+    parser.add_argument("--work", type=Path, help="directory for generated fleets and output (default: a temporary one)")
+    parser.add_argument("--json", type=Path, help="also write the measurements here")
+    args = parser.parse_args()
+    names = args.only.split(",") if args.only else list(BENCHMARKS)
+    work = args.work or Path(tempfile.mkdtemp(prefix="gpuc-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}; median of {args.repeat} runs; work dir {work}\n")
+    print("| benchmark | median | range | peak memory | notes |\n|---|---|---|---|---|")
+    results = []
+    for name in names:
+        for m in BENCHMARKS[name](args.repeat, work):
+            print(m.row(), flush=True)
+            results.append(m)
+    if args.json:
+        args.json.write_text(json.dumps([m.__dict__ for m in results], indent=2))
+
+
+if __name__ == "__main__":
+    main()
