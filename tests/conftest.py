@@ -15,7 +15,17 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "intents"
 GOLDEN = REPO / "tests" / "golden"
-REFERENCE = REPO.parent / "shared" / "reference"
+
+
+def _reference() -> Path:
+    """../shared/reference beside the checkout (found upwards, so git worktrees nested deeper work too)."""
+    for parent in REPO.parents:
+        if (parent / "shared" / "reference").is_dir():
+            return parent / "shared" / "reference"
+    return REPO.parent / "shared" / "reference"
+
+
+REFERENCE = _reference()
 
 
 @dataclass
