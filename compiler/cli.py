@@ -58,20 +58,58 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+class _Progress:
+    """`placing pods on <cluster>: n/total` on a terminal, for plans long enough to notice."""
+
+    MIN_PODS = 2000
+
+    def __init__(self, cluster: str) -> None:
+        self.cluster = cluster
+        self.shown = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        if total < self.MIN_PODS:
+            return
+        step = done * 100 // total
+        if step != self.shown:
+            self.shown = step
+            print(f"\rplacing pods on {self.cluster}: {done}/{total}", end="" if done < total else "\n",
+                  file=sys.stderr, flush=True)
+
+
+def _progress_for(cluster: str):
+    return _Progress(cluster) if sys.stderr.isatty() else None
+
+
+def _feasibility(compilation, allow: bool) -> list:
+    """The render gate: every pod of every cluster must fit its synthesized inventory."""
+    from .diagnostics import Diagnostic, InfeasibleError
+    from .plan.allocator import plan_compilation
+
+    problems = [d for plan in plan_compilation(compilation, progress=_progress_for) for d in plan.diagnostics()]
+    if problems and not allow:
+        summary = Diagnostic(str(compilation.fleet.root), 0, "(plan)", f"{len(problems)} pod(s) cannot be placed, so nothing was rendered",
+                             "`gpuc plan FLEET` shows every placement; fix the intents, or pass --allow-infeasible to render anyway")
+        raise InfeasibleError(problems + [summary])
+    return [Diagnostic(d.file, d.line, d.path, d.message, d.hint, "warning") for d in problems]
+
+
 @_guarded
 def cmd_render(args: argparse.Namespace) -> int:
     from .emit.tree import cluster_files, write_tree
     from .pipeline import compile_fleet
 
     compilation = compile_fleet(args.fleet, args.cluster)
+    infeasible = _feasibility(compilation, args.allow_infeasible)
     trees = {name: cluster_files(compiled) for name, compiled in compilation.clusters.items()}
     write_tree(Path(args.out), trees, prune_other_clusters=args.cluster is None)
+    warnings = compilation.warnings + infeasible
     if args.output == "json":
         print(json.dumps({"ok": True, "out": str(args.out),
                           "clusters": {n: sorted(files) for n, files in trees.items()},
-                          "warnings": [w.as_dict() for w in compilation.warnings]}, indent=2))
+                          "warnings": [w.as_dict() for w in warnings]}, indent=2))
     else:
-        _print_diagnostics(compilation.warnings, False)
+        _print_diagnostics(warnings, False)
         for name, compiled in compilation.clusters.items():
             print(f"{name}: {len(compiled.objects)} objects, {len(compiled.releases)} Helm releases -> {Path(args.out) / name}")
     return EXIT_OK
@@ -90,6 +128,44 @@ def cmd_explain(args: argparse.Namespace) -> int:
                                      f"workloads: {', '.join(names)}")])
     data = explain_data(compilation, args.workload)
     print(json.dumps(data, indent=2) if args.output == "json" else explain_text(data), end="" if args.output != "json" else "\n")
+    return EXIT_OK
+
+
+@_guarded
+def cmd_plan(args: argparse.Namespace) -> int:
+    from .diagnostics import Diagnostic, InputError
+    from .emit.plan_report import plan_text
+    from .pipeline import compile_fleet
+    from .plan.allocator import plan_compilation
+
+    compilation = compile_fleet(args.fleet, args.cluster)
+    if args.slices and len(compilation.clusters) != 1:
+        raise InputError([Diagnostic(str(args.slices), 0, "--slices", "a slices file describes one cluster",
+                                     f"add --cluster (clusters: {', '.join(compilation.clusters)})")])
+    plans = plan_compilation(compilation, args.slices, progress=_progress_for)
+    feasible = all(p.feasible for p in plans)
+    if args.output == "json":
+        print(json.dumps({"ok": feasible, "clusters": [p.as_dict() for p in plans],
+                          "warnings": [w.as_dict() for w in compilation.warnings]}, indent=2))
+    else:
+        _print_diagnostics(compilation.warnings + [w for p in plans for w in p.warnings], False)
+        print("\n".join(plan_text(p) for p in plans), end="")
+    return EXIT_OK if feasible else EXIT_FINDINGS
+
+
+@_guarded
+def cmd_inventory(args: argparse.Namespace) -> int:
+    from .emit.yaml_out import dump
+    from .pipeline import compile_fleet
+    from .plan.inventory import synthesize_for
+    from .plan.inventory.codec import inventory_list
+
+    compilation = compile_fleet(args.fleet, args.cluster)
+    compiled = compilation.clusters[args.cluster]
+    source = f"synthesized by gpuc from {compiled.cluster.intent.ref}"
+    listing = inventory_list(synthesize_for(compiled), {"gpuc.dev/source": source})
+    _print_diagnostics(compilation.warnings, args.output == "json")
+    print(json.dumps(listing, indent=2) if args.output == "json" else dump(listing), end="\n" if args.output == "json" else "")
     return EXIT_OK
 
 
@@ -116,6 +192,14 @@ def build_parser() -> argparse.ArgumentParser:
     render = add("render", cmd_render, "write the rendered tree Argo CD consumes")
     render.add_argument("-o", "--out", required=True, help="output directory (one sub-directory per cluster)")
     render.add_argument("--cluster", help="render only this cluster")
+    render.add_argument("--allow-infeasible", action="store_true",
+                        help="render even when some pods cannot be placed on the cluster's synthesized inventory")
+    plan = add("plan", cmd_plan, "place every pod's claims on the cluster's devices, offline, like the scheduler")
+    plan.add_argument("--cluster", help="plan only this cluster")
+    plan.add_argument("--slices", metavar="FILE",
+                      help="the cluster's real ResourceSlices (kubectl get resourceslices -o yaml) instead of synthesized ones")
+    inventory = add("inventory", cmd_inventory, "print the ResourceSlices the cluster's DRA driver would publish")
+    inventory.add_argument("--cluster", required=True, help="the cluster")
     explain = add("explain", cmd_explain, "show sizing, pools and objects behind one workload")
     explain.add_argument("workload", metavar="WORKLOAD", help="workload name or namespace/name")
     add("schema", cmd_schema, "print the JSON Schema of the input kinds", fleet=False)

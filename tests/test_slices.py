@@ -7,24 +7,18 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import cluster_doc, compile_single
+from conftest import SLICES_FIXTURE as FIXTURE, SLICES_FIXTURE_POOLS, cluster_doc, compile_single
 
 from compiler.cel import Quantity, Semver
 from compiler.diagnostics import InputError
 from compiler.plan.inventory import load as loader
 from compiler.plan.inventory.load import load_slices
 
-FIXTURE = Path(__file__).parent / "fixtures" / "resourceslices-v1.yaml"
 GPU = "gpu.nvidia.com"
-POOLS = [
-    {"name": "h100", "nodes": 2, "gpu": {"model": "H100-80GB", "count": 4}, "nodeNames": ["ip-10-0-1-17", "ip-10-0-1-18"]},
-    {"name": "a100", "nodes": 1, "gpu": {"model": "A100-80GB", "count": 1}, "mig": {"layout": "all-balanced"},
-     "nodeNames": ["ip-10-0-2-40"]},
-]
 
 
 def real_cluster(fleet, workloads=None):
-    return fleet(clusters=[cluster_doc(pools=POOLS)], workloads=workloads or {})
+    return fleet(clusters=[cluster_doc(pools=SLICES_FIXTURE_POOLS)], workloads=workloads or {})
 
 
 def load(fleet, path: Path = FIXTURE):

@@ -45,6 +45,10 @@ def human(value: object) -> str:
     return str(value)
 
 
+def _devices(n: int, adjective: str = "") -> str:
+    return f"{n} {adjective}device" + ("" if n == 1 else "s")
+
+
 def _need(option: Option) -> int:
     return option.count if option.mode != ALL else 1
 
@@ -113,7 +117,7 @@ def _option_problem(who: str, option: Option, nodes: list[str], index: DeviceInd
     per_node = {n: len(index.candidates(option, n)) for n in nodes}
     best = max(per_node.values(), default=0)
     if best < need:
-        return (f"{what} needs {need} devices on one node, but the {len(match.devices)} matching devices are at most "
+        return (f"{what} needs {_devices(need)} on one node, but the {len(match.devices)} matching devices are at most "
                 f"{best} per node")
     if option.mode == ALL:
         whole = [n for n in nodes if per_node[n] and len(_free(index, state, option, n)) == per_node[n]]
@@ -123,7 +127,7 @@ def _option_problem(who: str, option: Option, nodes: list[str], index: DeviceInd
     if top < need:
         used = sum(1 for d in match.devices if state.in_use[d])
         where = f" ({max(free, key=lambda n: (free[n], n))})" if top else ""
-        return (f"{what} needs {need} free devices on one node: {len(match.devices)} match, {used} are allocated, "
+        return (f"{what} needs {_devices(need, 'free ')} on one node: {len(match.devices)} match, {used} are allocated, "
                 f"at most {top} free on one node{where}")
     return ""
 
