@@ -13,6 +13,7 @@ import re
 from collections import Counter
 
 from ...cel import CelCompileError, CelEvaluationError, Quantity, Semver, compile_selector
+from ..inventory import Device
 from .candidates import DeviceIndex
 from .pods import PodClaim
 from .requests import ALL, ClaimError, Constraint, Option, Request
@@ -58,14 +59,15 @@ def _free(index: DeviceIndex, state: AllocationState, option: Option, node: str)
     return list(candidates) if option.admin_access else [d for d in candidates if not state.in_use[d]]
 
 
-def _values_hint(text: str, base: list[int], index: DeviceIndex) -> str:
+def values_hint(text: str, devices: list[Device]) -> str:
+    """What `devices` have for the one attribute or capacity a selector reads: "; largest is 79.6Gi"."""
     refs = [r for r in compile_selector(text).analysis.refs if r.field in ("attributes", "capacity") and r.name]
     if len(refs) != 1:
         return ""
     ref = refs[0]
     values = []
-    for i in base:
-        source = index.inventory.devices[i].attributes if ref.field == "attributes" else index.inventory.devices[i].capacity
+    for device in devices:
+        source = device.attributes if ref.field == "attributes" else device.capacity
         value = source.get(ref.domain, {}).get(ref.name)  # type: ignore[arg-type]
         if value is not None:
             values.append(value)
@@ -99,7 +101,7 @@ def _culprit(texts: tuple[str, ...], base: list[int], index: DeviceIndex) -> str
             except CelEvaluationError:
                 pass
         if hits == 0:
-            return f"selector {pretty(text)} matched 0 of {len(base)} devices" + _values_hint(text, base, index)
+            return f"selector {pretty(text)} matched 0 of {len(base)} devices" + values_hint(text, [devices[i] for i in base])
     return f"selectors {' && '.join(pretty(t) for t in texts)} together matched 0 of {len(base)} devices"
 
 
