@@ -158,12 +158,14 @@ def cmd_inventory(args: argparse.Namespace) -> int:
     from .emit.yaml_out import dump
     from .pipeline import compile_fleet
     from .plan.inventory import synthesize_for
+    from .plan.inventory.bulk import bulk_objects
     from .plan.inventory.codec import inventory_list
 
     compilation = compile_fleet(args.fleet, args.cluster)
     compiled = compilation.clusters[args.cluster]
     source = f"synthesized by gpuc from {compiled.cluster.intent.ref}"
-    listing = inventory_list(synthesize_for(compiled), {"gpuc.dev/source": source})
+    with bulk_objects():
+        listing = inventory_list(synthesize_for(compiled), {"gpuc.dev/source": source})
     _print_diagnostics(compilation.warnings, args.output == "json")
     print(json.dumps(listing, indent=2) if args.output == "json" else dump(listing), end="\n" if args.output == "json" else "")
     return EXIT_OK

@@ -13,6 +13,7 @@ from typing import Callable
 from pathlib import Path
 
 from ..inventory import Inventory, synthesize_for
+from ..inventory.bulk import bulk_objects
 from ..inventory.load import load_slices
 from .planner import Progress, plan_pods, placement_order
 from .pods import Pod, PodClaim, channel_claim_spec, cluster_pods, device_classes
@@ -30,8 +31,9 @@ def plan_compilation(compilation, slices: str | Path | None = None,
     """Plan every compiled cluster on its synthesized inventory, or (one cluster) on exported `slices`."""
     plans = []
     for name, compiled in compilation.clusters.items():
-        inventory = load_slices(slices, compiled.cluster, compiled.node_labels) if slices else synthesize_for(compiled)
-        plans.append(plan_cluster_allocation(compiled, inventory, progress(name) if progress else None))
+        with bulk_objects():
+            inventory = load_slices(slices, compiled.cluster, compiled.node_labels) if slices else synthesize_for(compiled)
+            plans.append(plan_cluster_allocation(compiled, inventory, progress(name) if progress else None))
     return plans
 
 

@@ -45,6 +45,7 @@ class DeviceIndex:
         self.classes = classes
         self._class_matches: dict[str, tuple[list[int], dict[int, str]]] = {}
         self._matches: dict[tuple[str, tuple[str, ...]], Match] = {}
+        self._by_option: dict[int, tuple[Option, Match]] = {}  # by identity: options are shared by all pods of a template
         self._node_pools: dict[str, list[PoolState]] = {}
         slices = inventory.slices
         self.node_of: list[str | None] = [d.node_name or slices[d.slice_index].node_name for d in inventory.devices]
@@ -93,6 +94,14 @@ class DeviceIndex:
         return cached
 
     def match(self, option: Option) -> Match:
+        known = self._by_option.get(id(option))
+        if known is not None:
+            return known[1]
+        found = self._match(option)
+        self._by_option[id(option)] = (option, found)  # holding the option keeps its id from being reused
+        return found
+
+    def _match(self, option: Option) -> Match:
         key = (option.device_class, option.selectors)
         found = self._matches.get(key)
         if found is None:

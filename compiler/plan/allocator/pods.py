@@ -85,15 +85,17 @@ def cluster_pods(compiled) -> list[Pod]:
         shared = ref.kind == "ResourceClaim"
         spec, error = _parse(source, obj.manifest["spec"] if shared else obj.manifest["spec"]["spec"])
         channel_template = compiled.channels.get(key)
-        nodes = plan.workload.spec.gpu.multi_node.nodes if plan.workload.spec.gpu.multi_node else 1
-        for replica in range(plan.workload.spec.replicas):
+        workload = plan.workload
+        nodes = workload.spec.gpu.multi_node.nodes if workload.spec.gpu.multi_node else 1
+        base, origin = workload.metadata.name, plan.intent.source
+        for replica in range(workload.spec.replicas):
             for rank in range(nodes):
-                name = f"{plan.name}-{replica}" + (f"-{rank}" if nodes > 1 else "")
+                name = f"{base}-{replica}" + (f"-{rank}" if nodes > 1 else "")
                 claims = [PodClaim(f"{ref.namespace}/{ref.name}" if shared else f"{plan.namespace}/{name}-gpu", "gpu",
                                    source, spec, shared, error)]
                 if channel_template:
                     claims.append(PodClaim(f"{plan.namespace}/{name}-channel", "channel",
                                            f"ComputeDomain channel template {plan.namespace}/{channel_template}",
                                            channel, False))
-                pods.append(Pod(key, name, replica, rank, tuple(claims), plan.intent.source))
+                pods.append(Pod(key, name, replica, rank, tuple(claims), origin))
     return pods

@@ -125,9 +125,12 @@ def build_inventory(cluster: str, source: str, api_version: str, slices: list[Re
         key = (s.driver, s.pool)
         newest[key] = max(newest.get(key, s.generation), s.generation)
     current = [s for s in slices if s.generation == newest[(s.driver, s.pool)]]
+    grouped: dict[tuple[str, str], list[ResourceSlice]] = {}
+    for s in current:
+        grouped.setdefault((s.driver, s.pool), []).append(s)
     pools: dict[tuple[str, str], PoolState] = {}
     for key in sorted(newest):
-        members = [s for s in current if (s.driver, s.pool) == key]
+        members = grouped[key]
         seen: set[str] = set()
         duplicate = ""
         for s in members:

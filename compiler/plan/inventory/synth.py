@@ -25,7 +25,7 @@ from ...facts.mig import fit_mix
 from ...facts.platform import dra_limits
 from ...validate.resolved import ResolvedCluster, ResolvedPool
 from ...validate.types import normalize_version
-from .codec import counter_use, decode_attribute, qualify
+from .codec import decode_attribute, qualify
 from .model import AttrValue, CounterUse, Device, Inventory, NodeInfo, ResourceSlice, build_inventory
 
 GPU_DRIVER = "gpu.nvidia.com"
@@ -134,15 +134,28 @@ def partition_ids(gpus: int) -> dict[int, dict[int, int]]:
     return table
 
 
-def _attributes(ctx: _Ctx, facts: dict[str, AttributeFact]) -> dict[str, dict[str, AttrValue]]:
-    out: dict[str, dict[str, AttrValue]] = {}
+Plan = list[tuple[Callable[[_Ctx], AttrValue | None], str, str]]
+
+
+def _attribute_plan(facts: dict[str, AttributeFact], gates: frozenset[str]) -> Plan:
+    """(value source, domain, name) of each attribute a device type publishes with these gates, resolved once per pool."""
+    plan = []
     for name, fact in facts.items():
-        if fact.when and fact.when not in ctx.host.setup.gates:
-            continue
-        value = _VALUES[name](ctx)
-        if value is not None:
+        if not fact.when or fact.when in gates:
             domain, ident = qualify(name, GPU_DRIVER)
-            out.setdefault(domain, {})[ident] = value
+            plan.append((_VALUES[name], domain, ident))
+    return plan
+
+
+def _attributes(ctx: _Ctx, plan: Plan) -> dict[str, dict[str, AttrValue]]:
+    out: dict[str, dict[str, AttrValue]] = {}
+    for source, domain, ident in plan:
+        value = source(ctx)
+        if value is not None:
+            values = out.get(domain)
+            if values is None:
+                values = out[domain] = {}
+            values[ident] = value
     return out
 
 
@@ -174,14 +187,20 @@ class _Builder:
             setup=setup,
             fabric="FabricManagerPartitioning" in setup.gates and bool(pool.partitions),
         )
-        self.gpu_facts = device_attributes(setup.line, "gpu")
-        self.mig_facts = device_attributes(setup.line, "mig")
+        self.defaults = defaults
+        self.gpu_facts = _attribute_plan(device_attributes(setup.line, "gpu"), setup.gates)
+        self.mig_facts = _attribute_plan(device_attributes(setup.line, "mig"), setup.gates)
         self.partitions = partition_ids(pool.spec.gpu.count)
         self.offered = set(pool.partitions)
-        self.placements = fit_mix(model.mig, dict(pool.mig_layout)).placements if pool.mig_layout and model.mig else ()
+        self.full_capacity = {GPU_DRIVER: {"memory": Quantity.of_bytes(model.memory_bytes)}}
+        placements = fit_mix(model.mig, dict(pool.mig_layout)).placements if pool.mig_layout and model.mig else ()
+        self.static_layout = _static_layout(model, placements) if placements else []
+        self.dynamic = pool.mig_dynamic and model.mig is not None
+        self.dynamic_facts = dynamic_mig()
+        self.dynamic_layout = _dynamic_layout(model) if self.dynamic else ({}, (), [])
 
     def gpu(self, node: str, i: int) -> _Gpu:
-        defaults = host_defaults()
+        defaults = self.defaults
         count = self.pool.spec.gpu.count
         parts = {size: pid for size, pid in self.partitions[i].items() if size in self.offered}
         return _Gpu(i, "GPU-" + _stable_uuid(self.cluster.name, node, i), defaults["pciBusIds"][i], defaults["pcieRoots"][i],
@@ -192,74 +211,87 @@ class _Builder:
         out = []
         for i in range(self.pool.spec.gpu.count):
             gpu = self.gpu(node, i)
-            if self.pool.mig_dynamic and self.host.model.mig:
+            if self.dynamic:
                 out.append(self._dynamic(gpu))
-            elif self.placements:
+            elif self.static_layout:
                 out.append((self._static_mig(gpu), {}))
             else:
                 ctx = _Ctx(self.host, gpu, "gpu", gpu.uuid, i)
-                caps = {"memory": Quantity.of_bytes(self.host.model.memory_bytes)}
-                out.append(([Device(f"gpu-{i}", GPU_DRIVER, _attributes(ctx, self.gpu_facts), {GPU_DRIVER: caps})], {}))
+                out.append(([Device(f"gpu-{i}", GPU_DRIVER, _attributes(ctx, self.gpu_facts), self.full_capacity)], {}))
         return out
 
     def _static_mig(self, gpu: _Gpu) -> list[Device]:
-        geometry = self.host.model.mig
-        assert geometry is not None
-        slice_name = static_mig_memory_slice()
         devices = []
-        for n, (name, start) in enumerate(self.placements):
-            profile = geometry.profiles[name]
-            ctx = _Ctx(self.host, gpu, "mig", "MIG-" + _stable_uuid(gpu.uuid, name, start), n, name)
-            caps = _profile_capacity(profile)
-            for s in range(start, start + profile.memory_slices):
-                caps[slice_name.format(i=s)] = Quantity(1)
+        for n, (profile, start, capacity) in enumerate(self.static_layout):
+            ctx = _Ctx(self.host, gpu, "mig", "MIG-" + _stable_uuid(gpu.uuid, profile.name, start), n, profile.name)
             devices.append(Device(_mig_name(self.setup.line, gpu.index, profile, start), GPU_DRIVER,
-                                  _attributes(ctx, self.mig_facts), {GPU_DRIVER: caps}))
+                                  _attributes(ctx, self.mig_facts), capacity))
         return devices
 
     def _dynamic(self, gpu: _Gpu) -> tuple[list[Device], dict[str, dict[str, Quantity]]]:
-        geometry = self.host.model.mig
-        assert geometry is not None
-        facts = dynamic_mig()
-        counter_set = facts.counter_set.format(minor=gpu.index)
-        profiles = list(geometry.profiles.values())
-        full_caps = {name: max((_profile_capacity(p)[name] for p in profiles), key=lambda q: q.value)
-                     for name in device_capacities("gpuDynamicMig")}
-        slices = {facts.memory_slice_counter.format(i=s): Quantity(1) for s in range(geometry.memory_slices)}
-        totals = {facts.counters[name]: q for name, q in full_caps.items() if name in facts.counters}
-        totals.update(slices)
+        counter_set = self.dynamic_facts.counter_set.format(minor=gpu.index)
+        full_capacity, totals, placements = self.dynamic_layout
         ctx = _Ctx(self.host, gpu, "gpu", gpu.uuid, gpu.index)
-        devices = [Device(f"gpu-{gpu.index}", GPU_DRIVER, _attributes(ctx, self.gpu_facts), {GPU_DRIVER: full_caps},
-                          (counter_use(counter_set, totals),))]
-        for profile in profiles:
-            caps = _profile_capacity(profile)
-            for start in profile.placements:
-                use = {facts.counters[name]: q for name, q in caps.items() if name in facts.counters}
-                use.update({facts.memory_slice_counter.format(i=s): Quantity(1)
-                            for s in range(start, start + profile.memory_slices)})
-                # A placement is not a MIG device yet: it has no MIG UUID until a claim creates it.
-                mig = _Ctx(self.host, gpu, "mig", None, gpu.index, profile.name)
-                devices.append(Device(_mig_name(self.setup.line, gpu.index, profile, start), GPU_DRIVER,
-                                      _attributes(mig, self.mig_facts), {GPU_DRIVER: caps}, (counter_use(counter_set, use),)))
-        return devices, {counter_set: totals}
+        devices = [Device(f"gpu-{gpu.index}", GPU_DRIVER, _attributes(ctx, self.gpu_facts), full_capacity,
+                          (CounterUse(counter_set, totals),))]
+        for profile, start, capacity, use in placements:
+            # A placement is not a MIG device yet: it has no MIG UUID until a claim creates it.
+            mig = _Ctx(self.host, gpu, "mig", None, gpu.index, profile.name)
+            devices.append(Device(_mig_name(self.setup.line, gpu.index, profile, start), GPU_DRIVER,
+                                  _attributes(mig, self.mig_facts), capacity, (CounterUse(counter_set, use),)))
+        return devices, {counter_set: dict(totals)}
+
+
+def _static_layout(model: GpuModel, placements: tuple[tuple[str, int], ...]) -> list[tuple[MigProfile, int, dict]]:
+    """Per pre-created MIG instance: profile, start, and its capacities (shared by every GPU with this layout)."""
+    assert model.mig is not None
+    slice_name = static_mig_memory_slice()
+    layout = []
+    for name, start in placements:
+        profile = model.mig.profiles[name]
+        caps = _profile_capacity(profile)
+        caps.update({slice_name.format(i=s): Quantity(1) for s in range(start, start + profile.memory_slices)})
+        layout.append((profile, start, {GPU_DRIVER: caps}))
+    return layout
+
+
+def _dynamic_layout(model: GpuModel) -> tuple[dict, tuple[tuple[str, Quantity], ...], list[tuple[MigProfile, int, dict, tuple]]]:
+    """DynamicMIG per GPU: the full device's capacities, the counter set's values, and every placement with the
+    counters it consumes. Identical for every GPU of a model, so built once per pool."""
+    assert model.mig is not None
+    facts = dynamic_mig()
+    profiles = list(model.mig.profiles.values())
+    full = {name: max((_profile_capacity(p)[name] for p in profiles), key=lambda q: q.value)
+            for name in device_capacities("gpuDynamicMig")}
+    totals = {facts.counters[name]: q for name, q in full.items() if name in facts.counters}
+    totals.update({facts.memory_slice_counter.format(i=s): Quantity(1) for s in range(model.mig.memory_slices)})
+    placements = []
+    for profile in profiles:
+        caps = _profile_capacity(profile)
+        for start in profile.placements:
+            use = {facts.counters[name]: q for name, q in caps.items() if name in facts.counters}
+            use.update({facts.memory_slice_counter.format(i=s): Quantity(1) for s in range(start, start + profile.memory_slices)})
+            placements.append((profile, start, {GPU_DRIVER: caps}, tuple(use.items())))
+    return {GPU_DRIVER: full}, tuple(totals.items()), placements
 
 
 def _pack(node: str, groups: list[tuple[list[Device], dict[str, dict[str, Quantity]]]]) -> list[ResourceSlice]:
     """Split a node's GPU devices into slices within the 1.34 limits, never separating a GPU from its counters."""
     limits = dra_limits()
+    caps = (limits["devicesPerSlice"], limits["sharedCountersPerSlice"], limits["consumedCountersPerSlice"])
     packed: list[tuple[list[Device], dict[str, dict[str, Quantity]]]] = []
     devices: list[Device] = []
     counters: dict[str, dict[str, Quantity]] = {}
+    used = (0, 0, 0)
     for group_devices, group_counters in groups:
-        def total(devs: list[Device], sets: dict[str, dict[str, Quantity]]) -> tuple[int, int, int]:
-            return (len(devs), sum(len(c) for c in sets.values()), sum(len(u.counters) for d in devs for u in d.consumes))
-        now, add = total(devices, counters), total(group_devices, group_counters)
-        if devices and (now[0] + add[0] > limits["devicesPerSlice"] or now[1] + add[1] > limits["sharedCountersPerSlice"]
-                        or now[2] + add[2] > limits["consumedCountersPerSlice"]):
+        add = (len(group_devices), sum(len(c) for c in group_counters.values()),
+               sum(len(u.counters) for d in group_devices for u in d.consumes))
+        if devices and any(u + a > c for u, a, c in zip(used, add, caps)):
             packed.append((devices, counters))
-            devices, counters = [], {}
-        devices = devices + group_devices
-        counters = {**counters, **group_counters}
+            devices, counters, used = [], {}, (0, 0, 0)
+        devices.extend(group_devices)
+        counters.update(group_counters)
+        used = (used[0] + add[0], used[1] + add[1], used[2] + add[2])
     if devices:
         packed.append((devices, counters))
     return [ResourceSlice(f"{node}-{GPU_DRIVER}-{k}", GPU_DRIVER, node, 1, len(packed), devs, node_name=node, shared_counters=sets)
