@@ -125,3 +125,13 @@ def test_inventory_items_validate_against_the_cluster_version():
 def test_help_lists_the_new_commands():
     result = gpuc("--help")
     assert result.code == 0 and "plan" in result.out and "inventory" in result.out
+
+
+def test_a_selector_no_device_meets_names_the_largest_value(fleet):
+    pools = [{"name": "h100", "nodes": 2, "gpu": {"model": "H100-80GB", "count": 8}}]
+    memory = "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('100Gi')) >= 0"
+    workloads = {"w.yaml": [workload_doc("llama-70b", gpu={"count": 4, "require": {"cel": [memory]}})]}
+    result = gpuc("plan", fleet(clusters=[cluster_doc(pools=pools)], workloads=workloads), "--output", "json")
+    assert result.code == 1
+    (pod,) = json.loads(result.out)["clusters"][0]["pods"]
+    assert pod["reason"] == "request 'gpu' of llama-70b: selector memory >= 100Gi matched 0 of 16 devices; largest is 79.6Gi"

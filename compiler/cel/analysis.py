@@ -64,7 +64,7 @@ def analyse(tree: Tree) -> Analysis:
     return result
 
 
-def _single_path(node: Tree, stop: str) -> Tree | None:
+def single_path(node: Tree, stop: str) -> Tree | None:
     """Follow single-child trees down to the first `stop` node (e.g. expr -> ... -> literal)."""
     while isinstance(node, Tree):
         if node.data == stop:
@@ -77,7 +77,7 @@ def _single_path(node: Tree, stop: str) -> Tree | None:
 
 
 def _literal(node: Tree) -> Token | None:
-    lit = _single_path(node, "literal")
+    lit = single_path(node, "literal")
     return lit.children[0] if lit is not None and lit.children and isinstance(lit.children[0], Token) else None
 
 
@@ -92,7 +92,7 @@ def _string_literal(node: Tree) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _unwind(member: Tree) -> tuple[Tree, list[tuple]]:
+def unwind(member: Tree) -> tuple[Tree, list[tuple]]:
     """`a.b[c].f(x)` -> (primary a, [("key", "b"), ("index", c) | ("key", lit), ("call", "f", exprlist)])."""
     ops: list[tuple] = []
     node = member.children[0]
@@ -144,7 +144,7 @@ def _walk(node: Tree | Token, bound: frozenset[str], in_has: bool, out: Analysis
 
 
 def _walk_member(node: Tree, bound: frozenset[str], in_has: bool, out: Analysis) -> None:
-    primary, ops = _unwind(node)
+    primary, ops = unwind(node)
     head = primary.children[0] if isinstance(primary, Tree) and primary.data == "primary" and primary.children else primary
     if isinstance(head, Tree) and head.data == "ident":
         name = str(head.children[0])
@@ -173,7 +173,7 @@ def _walk_member(node: Tree, bound: frozenset[str], in_has: bool, out: Analysis)
         elif op[0] == "call":
             name, exprlist = op[1], op[2]
             exprs = _exprs(exprlist)
-            variable = _single_path(exprs[0], "ident") if exprs else None
+            variable = single_path(exprs[0], "ident") if exprs else None
             if name in MACROS and len(exprs) >= 2 and variable is not None:
                 inner = bound | {str(variable.children[0])}
                 for expr in exprs[1:]:
@@ -189,10 +189,10 @@ def _walk_member(node: Tree, bound: frozenset[str], in_has: bool, out: Analysis)
 
 def _device_value(node: Tree, bound: frozenset[str]) -> Ref | None:
     """The Ref when `node` is exactly `device.attributes[d].n` / `device.capacity[d].n`, else None."""
-    member = _single_path(node, "member")
+    member = single_path(node, "member")
     if member is None:
         return None
-    primary, ops = _unwind(member)
+    primary, ops = unwind(member)
     head = primary.children[0] if isinstance(primary, Tree) and primary.children else None
     if not (isinstance(head, Tree) and head.data == "ident" and str(head.children[0]) == "device" and "device" not in bound):
         return None

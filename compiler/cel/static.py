@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Mapping
 
-from lark import Token, Tree
+from lark import Tree
 
-from .analysis import DEVICE_FIELDS, WHOLE_DEVICE, Analysis, Ref, _single_path, _unwind
+from .analysis import DEVICE_FIELDS, WHOLE_DEVICE, Analysis, Ref, unwind
 from .library import BUILTIN, FUNCTIONS, UNIMPLEMENTED
 
 Severity = Literal["error", "warning"]
@@ -98,7 +98,7 @@ def result_kind(tree: Tree) -> str:
 
 
 def _member_kind(member: Tree) -> str:
-    primary, ops = _unwind(member)
+    primary, ops = unwind(member)
     if ops and ops[-1][0] == "call":
         return _RETURNS.get(ops[-1][1], "dyn")
     head = primary.children[0] if isinstance(primary, Tree) and primary.children else None
@@ -115,8 +115,6 @@ def _member_kind(member: Tree) -> str:
         return result_kind(head)
     if isinstance(head, Tree) and head.data == "paren_expr" and not ops:
         return result_kind(head.children[0])
-    if isinstance(head, Token):
-        return "dyn"
     return "dyn"
 
 
@@ -160,5 +158,3 @@ def _article(kind: str) -> str:
 def _kind_literal(declared: str) -> str:
     return {"string": "string", "int": "int", "bool": "bool"}[declared]
 
-
-__all__ = ["Problem", "Published", "compile_problems", "cluster_problems", "result_kind", "_single_path"]

@@ -17,7 +17,7 @@ from ..inventory import Device
 from .candidates import DeviceIndex
 from .pods import PodClaim
 from .requests import ALL, ClaimError, Constraint, Option, Request
-from .search import _typed
+from .search import typed_value
 from .state import AllocationState
 
 GPU_DOMAIN = "gpu.nvidia.com"
@@ -160,7 +160,7 @@ def _constraint_problem(who: str, claim: PodClaim, constraint: Constraint, nodes
             for d in _free(index, state, option, node):
                 value = index.inventory.devices[d].attribute(constraint.attribute)
                 if value is not None:
-                    groups.setdefault((node, _typed(value)), Counter())[request.name] += 1
+                    groups.setdefault((node, typed_value(value)), Counter())[request.name] += 1
     needs = {r.name: _need(r.options[0]) for r in requests}
     if any(all(counts[name] >= n for name, n in needs.items()) for counts in groups.values()):
         return ""

@@ -26,7 +26,7 @@ class AllocationError(Exception):
     """The scheduler would abort scheduling the pod with an error, not leave it Pending."""
 
 
-def _typed(value: Any) -> tuple:
+def typed_value(value: Any) -> tuple:
     """matchAttribute compares type and value; versions as their text."""
     return (value.__class__, value if value.__class__ in (bool, int, str) else str(value))
 
@@ -45,7 +45,7 @@ class _Match:
         value = device.attribute(self.constraint.attribute)
         if value is None:
             return False
-        typed = _typed(value)
+        typed = typed_value(value)
         if self.count and typed != self.value:
             return False
         self.value = typed
