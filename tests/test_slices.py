@@ -55,6 +55,14 @@ def test_incomplete_pools_and_stale_generations_are_reported_with_their_line(fle
     assert len(stale) == 1 and "ip-10-0-1-17-gpu.nvidia.com-4rf7d" in stale[0].message
 
 
+def test_nodes_outside_every_pool_are_reported(fleet):
+    compiled = compile_single(fleet(clusters=[cluster_doc(pools=SLICES_FIXTURE_POOLS[:1])]))
+    inv = load_slices(FIXTURE, compiled.cluster, compiled.node_labels)
+    assert [n.name for n in inv.nodes if n.pool is None] == ["ip-10-0-2-40"]
+    (w,) = [w for w in inv.warnings if w.path == "(nodes)"]
+    assert w.message == "1 node(s) belong to no node pool of cluster 'c1': ip-10-0-2-40"
+
+
 def test_json_exports_load_like_yaml(fleet, tmp_path):
     as_json = tmp_path / "slices.json"
     as_json.write_text(json.dumps(yaml.safe_load(FIXTURE.read_text())))

@@ -35,8 +35,7 @@ class Option:
 @dataclass(frozen=True)
 class Request:
     name: str
-    options: tuple[Option, ...]  # tried in order
-    first_available: bool = False
+    options: tuple[Option, ...]  # `exactly` is one option; `firstAvailable` lists several, tried in order
 
     @property
     def min_devices(self) -> int:
@@ -108,7 +107,7 @@ def _request(raw: dict[str, Any], where: str) -> Request:
     if alternatives:
         options = tuple(_option(f"{name}/{sub.get('name')}", sub, f"{where}.firstAvailable[{i}]", allow_admin=False)
                         for i, sub in enumerate(alternatives))
-        return Request(name, options, first_available=True)
+        return Request(name, options)
     body = raw.get("exactly") if "exactly" in raw else raw  # v1beta1 writes the fields on the request
     return Request(name, (_option(name, body, where + (".exactly" if "exactly" in raw else ""), allow_admin=True),))
 

@@ -235,7 +235,7 @@ def _slice(reader: _Reader, raw: Any, where: Location, source: _Source) -> Resou
                          node_name=spec.get("nodeName") if isinstance(spec.get("nodeName"), str) else None,
                          all_nodes=spec.get("allNodes") is True, node_selector=node_selector,
                          per_device_node_selection=spec.get("perDeviceNodeSelection") is True,
-                         shared_counters=shared, origin=f"{source.display}:{format_path(path) or doc}")
+                         shared_counters=shared)
 
 
 def _items(reader: _Reader, documents: list[Any]) -> list[tuple[Location, Any]]:
@@ -318,7 +318,15 @@ def load_slices(path: str | Path, cluster: ResolvedCluster, node_labels: dict[st
     def locate(s: ResourceSlice, message: str, hint: str) -> Diagnostic:
         return source.diagnostic(where_of[id(s)], message, hint, severity="warning", cheap=True)
 
-    inventory.warnings = tuple(_pool_warnings(inventory, slices, locate))
+    warnings = _pool_warnings(inventory, slices, locate)
+    strangers = [n.name for n in inventory.nodes if n.pool is None]
+    if strangers:
+        shown = ", ".join(strangers[:5]) + (f" and {len(strangers) - 5} more" if len(strangers) > 5 else "")
+        warnings.append(Diagnostic(source.display, 0, "(nodes)",
+                                   f"{len(strangers)} node(s) belong to no node pool of cluster '{cluster.name}': {shown}",
+                                   "list them in the pool's nodePools[].nodeNames (or name them <pool>-<i>) so their GPUs "
+                                   "count towards that pool", "warning"))
+    inventory.warnings = tuple(warnings)
     return inventory
 
 

@@ -59,7 +59,6 @@ class ResourceSlice:
     node_selector: dict | None = None
     per_device_node_selection: bool = False
     shared_counters: dict[str, dict[str, Quantity]] = field(default_factory=dict)
-    origin: str = ""  # "file:line" of a loaded slice, for messages
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,10 +102,6 @@ class Inventory:
 
     def __post_init__(self) -> None:
         self.by_name = {n.name: n for n in self.nodes}
-
-    def pool_of(self, device: Device) -> PoolState:
-        s = self.slices[device.slice_index]
-        return self.pools[(s.driver, s.pool)]
 
 
 _DIGITS = re.compile(r"(\d+)")
