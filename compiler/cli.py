@@ -1,4 +1,5 @@
-"""The `gpuc` command line. Exit codes: 0 ok, 1 findings (infeasible, diff gate), 2 bad input.
+"""The `gpuc` command line. Exit codes: 0 ok, 1 findings (infeasible, output the cluster would reject,
+diff gate), 2 bad input (intents, CRD files, a previous tree that cannot be read).
 
 Heavy modules are imported inside each command so that `gpuc --help` starts instantly.
 """
@@ -43,18 +44,34 @@ def _guarded(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Nam
     return wrapper
 
 
+def _check(args: argparse.Namespace, compilation, previous: Path | None):
+    """Run the check stage on compiled clusters; raises OutputRejected (exit 1) on errors."""
+    from .check.model import CheckOptions
+    from .check.run import check_clusters
+
+    options = CheckOptions(tuple(Path(d) for d in args.crds or ()), args.require_crds, args.allow_replace)
+    return check_clusters(compilation.clusters, compilation.fleet.root, options, previous)
+
+
 @_guarded
 def cmd_validate(args: argparse.Namespace) -> int:
+    from .diagnostics import Diagnostic, InputError
     from .pipeline import compile_fleet
 
+    if args.previous is not None and not Path(args.previous).is_dir():
+        raise InputError([Diagnostic(str(args.previous), 0, "--previous", "directory does not exist",
+                                     "pass the output directory of an earlier `gpuc render`")])
     compilation = compile_fleet(args.fleet)
+    report = _check(args, compilation, Path(args.previous) if args.previous else None)
+    warnings = sorted(set(compilation.warnings) | set(report.warnings))
     if args.output == "json":
-        print(json.dumps({"ok": True, "clusters": sorted(compilation.clusters),
-                          "warnings": [w.as_dict() for w in compilation.warnings]}, indent=2))
+        print(json.dumps({"ok": True, "clusters": sorted(compilation.clusters), "checkedObjects": report.objects,
+                          "warnings": [w.as_dict() for w in warnings]}, indent=2))
     else:
-        _print_diagnostics(compilation.warnings, False)
-        total = sum(len(c.objects) for c in compilation.clusters.values())
-        print(f"ok: {len(compilation.fleet.workloads)} workload(s) on {len(compilation.clusters)} cluster(s) compile to {total} object(s)")
+        _print_diagnostics(warnings, False)
+        total = sum(report.objects.values())
+        print(f"ok: {len(compilation.fleet.workloads)} workload(s) on {len(compilation.clusters)} cluster(s) compile to "
+              f"{total} object(s) that pass the checks" + (f" ({len(warnings)} warning(s))" if warnings else ""))
     return EXIT_OK
 
 
@@ -100,10 +117,15 @@ def cmd_render(args: argparse.Namespace) -> int:
     from .pipeline import compile_fleet
 
     compilation = compile_fleet(args.fleet, args.cluster)
+    report = _check(args, compilation, Path(args.out))  # the tree about to be replaced is the previous state
     infeasible = _feasibility(compilation, args.allow_infeasible)
     trees = {name: cluster_files(compiled) for name, compiled in compilation.clusters.items()}
-    write_tree(Path(args.out), trees, prune_other_clusters=args.cluster is None)
-    warnings = compilation.warnings + infeasible
+    try:
+        write_tree(Path(args.out), trees, prune_other_clusters=args.cluster is None)
+    except OSError as exc:
+        print(f"gpuc: cannot write {args.out}: {exc.strerror or exc}; the previous tree is unchanged", file=sys.stderr)
+        return EXIT_INPUT
+    warnings = sorted(set(compilation.warnings) | set(report.warnings)) + infeasible
     if args.output == "json":
         print(json.dumps({"ok": True, "out": str(args.out),
                           "clusters": {n: sorted(files) for n, files in trees.items()},
@@ -171,6 +193,27 @@ def cmd_inventory(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+@_guarded
+def cmd_diff(args: argparse.Namespace) -> int:
+    from .emit.diff.report import as_json, markdown
+    from .emit.diff.run import diff_fleet
+
+    diff = diff_fleet(Path(args.fleet), args.base, args.cluster)
+    gated = sorted(set(args.fail_on) & diff.conditions())
+    print(as_json(diff, gated) if args.output == "json" else markdown(diff), end="" if args.output != "json" else "\n")
+    return EXIT_FINDINGS if gated else EXIT_OK
+
+
+def _gates(text: str) -> list[str]:
+    from .emit.diff.gates import GATES
+
+    gates = [g.strip() for g in text.split(",") if g.strip()]
+    unknown = [g for g in gates if g not in GATES]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown condition {', '.join(unknown)}; choose from {', '.join(GATES)}")
+    return gates
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from .emit.schema import input_schema
 
@@ -182,18 +225,31 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpuc", description="Compile GPU intents into the Kubernetes DRA stack.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def add(name: str, func, help_text: str, fleet: bool = True) -> argparse.ArgumentParser:
+    def add(name: str, func, help_text: str, fleet: bool = True, outputs: tuple[str, ...] = ("text", "json")) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
         if fleet:
             p.add_argument("fleet", metavar="FLEET", help="fleet directory (clusters/ and workloads/)")
-        p.add_argument("--output", choices=("text", "json"), default="text", help="output format")
+        p.add_argument("--output", choices=outputs, default=outputs[0], help="output format")
         p.set_defaults(func=func)
         return p
 
-    add("validate", cmd_validate, "check the intents and compile them, without writing anything")
-    render = add("render", cmd_render, "write the rendered tree Argo CD consumes")
+    def add_checks(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--crds", action="append", metavar="DIR",
+                       help="directory of CRD YAMLs (searched recursively) to check custom resources against; "
+                            "repeatable; a cluster's spec.crds directory is searched first")
+        p.add_argument("--require-crds", action="store_true",
+                       help="fail when a custom resource kind has no CRD (default: a warning)")
+        p.add_argument("--allow-replace", action="store_true",
+                       help="accept changes to immutable fields gpuc knows how to replace (reported as warnings)")
+
+    validate = add("validate", cmd_validate, "compile the intents and check the output, without writing anything")
+    add_checks(validate)
+    validate.add_argument("--previous", metavar="DIR",
+                          help="an earlier render's output directory: check updates against it (immutable fields, CRD transition rules)")
+    render = add("render", cmd_render, "check and write the rendered tree Argo CD consumes (nothing is written on errors)")
     render.add_argument("-o", "--out", required=True, help="output directory (one sub-directory per cluster)")
     render.add_argument("--cluster", help="render only this cluster")
+    add_checks(render)
     render.add_argument("--allow-infeasible", action="store_true",
                         help="render even when some pods cannot be placed on the cluster's synthesized inventory")
     plan = add("plan", cmd_plan, "place every pod's claims on the cluster's devices, offline, like the scheduler")
@@ -204,6 +260,13 @@ def build_parser() -> argparse.ArgumentParser:
     inventory.add_argument("--cluster", required=True, help="the cluster")
     explain = add("explain", cmd_explain, "show sizing, pools and objects behind one workload")
     explain.add_argument("workload", metavar="WORKLOAD", help="workload name or namespace/name")
+    diff = add("diff", cmd_diff, "explain what an intent change does to each cluster (Markdown for a PR comment)",
+               outputs=("markdown", "json"))
+    diff.add_argument("--base", required=True, metavar="REF", help="git commit-ish to compare against, e.g. origin/main")
+    diff.add_argument("--cluster", help="compare only this cluster")
+    diff.add_argument("--fail-on", type=_gates, default=[], metavar="CONDITIONS",
+                      help="exit 1 when the diff has any of these comma-separated conditions: "
+                           "any, replacement, gpu-increase, infeasible, cluster-removed")
     add("schema", cmd_schema, "print the JSON Schema of the input kinds", fleet=False)
     return parser
 

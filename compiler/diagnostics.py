@@ -82,6 +82,15 @@ class Findings:
     def warnings(self) -> list[Diagnostic]:
         return [d for d in self._items if d.severity == "warning"]
 
+    def redact(self, secrets: set[str]) -> None:
+        """Never echo a credential back into logs or PR comments, whichever rule quoted it."""
+        def clean(text: str) -> str:
+            for secret in secrets:
+                text = text.replace(secret, "<redacted>")
+            return text
+        if secrets:
+            self._items = [Diagnostic(d.file, d.line, d.path, clean(d.message), clean(d.hint), d.severity) for d in self._items]
+
     def raise_if_errors(self) -> None:
         if self.errors:
             raise InputError(sorted(set(self._items)))

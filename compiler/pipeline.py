@@ -24,6 +24,7 @@ class Compilation:
     fleet: Fleet
     clusters: dict[str, CompiledCluster]
     warnings: list[Diagnostic] = field(default_factory=list)
+    infeasible: dict[str, list[Diagnostic]] = field(default_factory=dict)  # only when compiled leniently
 
 
 def validate_fleet(root: str | os.PathLike[str]) -> tuple[Fleet, dict[str, ResolvedCluster], list[Diagnostic]]:
@@ -37,20 +38,36 @@ def validate_fleet(root: str | os.PathLike[str]) -> tuple[Fleet, dict[str, Resol
     return fleet, resolved, findings.warnings
 
 
-def compile_fleet(root: str | os.PathLike[str], only: str | None = None) -> Compilation:
-    """Compile every cluster of the fleet (or just `only`); raises InputError or InfeasibleError."""
+def compile_cluster(cluster: ResolvedCluster, fleet: Fleet) -> tuple[CompiledCluster | None, Findings]:
+    """Plan and lower one cluster; the findings say why it could not be compiled, if it could not."""
+    findings = Findings()
+    plan = plan_cluster(cluster, fleet, findings)
+    return (None if findings.errors else lower_cluster(plan, fleet)), findings
+
+
+def compile_fleet(root: str | os.PathLike[str], only: str | None = None, *, lenient: bool = False) -> Compilation:
+    """Compile every cluster of the fleet (or just `only`).
+
+    Raises InputError for bad input. A cluster whose workloads cannot be satisfied raises
+    InfeasibleError, unless `lenient`: then it is left out and its findings are in `infeasible`.
+    """
     fleet, resolved, warnings = validate_fleet(root)
     if only is not None and only not in resolved:
         raise InputError([Diagnostic(str(root), 0, "--cluster", f"no cluster named '{only}' in the fleet",
                                      f"clusters: {', '.join(resolved)}")])
-    findings = Findings()
-    findings.extend(warnings)
-    compiled = {}
+    compilation = Compilation(fleet, {}, list(warnings))
+    errors: list[Diagnostic] = []
     for name, cluster in resolved.items():
         if only is not None and name != only:
             continue
-        plan = plan_cluster(cluster, fleet, findings)
-        compiled[name] = lower_cluster(plan, fleet) if not findings.errors else None
-    if findings.errors:
-        raise InfeasibleError(findings.all())
-    return Compilation(fleet, {k: v for k, v in compiled.items() if v is not None}, findings.warnings)
+        compiled, findings = compile_cluster(cluster, fleet)
+        compilation.warnings.extend(findings.warnings)
+        if compiled is None:
+            compilation.infeasible[name] = findings.errors
+            errors.extend(findings.errors)
+        else:
+            compilation.clusters[name] = compiled
+    compilation.warnings = sorted(set(compilation.warnings))
+    if errors and not lenient:
+        raise InfeasibleError(sorted(set(errors + compilation.warnings)))
+    return compilation

@@ -15,17 +15,9 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "intents"
 GOLDEN = REPO / "tests" / "golden"
-
-
-def _reference() -> Path:
-    """../shared/reference beside the checkout (found upwards, so git worktrees nested deeper work too)."""
-    for parent in REPO.parents:
-        if (parent / "shared" / "reference").is_dir():
-            return parent / "shared" / "reference"
-    return REPO.parent / "shared" / "reference"
-
-
-REFERENCE = _reference()
+# shared/ sits beside the checkout (CI, the main clone); a git worktree nests one level deeper.
+REFERENCE = next((p / "shared" / "reference" for p in REPO.parents if (p / "shared" / "reference").is_dir()),
+                 REPO.parent / "shared" / "reference")
 
 
 @dataclass

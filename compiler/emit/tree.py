@@ -60,7 +60,7 @@ def cluster_files(compiled: CompiledCluster) -> dict[str, str]:
     return files
 
 
-def _is_gpuc_output(directory: Path) -> bool:
+def is_gpuc_output(directory: Path) -> bool:
     k = directory / "kustomization.yaml"
     try:
         return k.is_file() and k.read_text(encoding="utf-8").startswith(MARKER)
@@ -115,7 +115,7 @@ def write_tree(out: Path, trees: dict[str, dict[str, str]], prune_other_clusters
             raise
         if prune_other_clusters:
             for entry in out.iterdir():
-                if entry.is_dir() and entry.name not in trees and not entry.name.startswith(".") and _is_gpuc_output(entry):
+                if entry.is_dir() and entry.name not in trees and not entry.name.startswith(".") and is_gpuc_output(entry):
                     os.rename(entry, old / entry.name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

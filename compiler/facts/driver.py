@@ -121,6 +121,11 @@ def builtin_device_classes() -> list[str]:
     return sorted(load_table("dra_driver")["builtinDeviceClasses"])
 
 
+def builtin_class_device_types() -> dict[str, str]:
+    """Built-in DeviceClass name -> the device type it selects (gpu, mig, vfio, channel, daemon)."""
+    return {name: c["deviceType"] for name, c in load_table("dra_driver")["builtinDeviceClasses"].items()}
+
+
 @dataclass(frozen=True)
 class AttributeFact:
     name: str  # as published: unqualified (driver domain) or domain/name

@@ -41,6 +41,28 @@ def dra_limits() -> dict[str, int]:
     return dict(load_table("kubernetes")["limits"])
 
 
+@dataclass(frozen=True)
+class ObjectMetaRules:
+    name_format: dict[str, str]  # kind -> dnsLabel | dnsSubdomain
+    annotations_total_bytes: int
+    cluster_scoped: frozenset[str]
+
+    def name_format_of(self, kind: str) -> str:
+        return self.name_format.get(kind, "dnsSubdomain")
+
+
+@lru_cache(maxsize=None)
+def object_meta_rules() -> ObjectMetaRules:
+    table = load_table("kubernetes")["objectMeta"]
+    return ObjectMetaRules(dict(table["nameFormat"]), int(table["annotationsTotalBytes"]),
+                           frozenset(table["clusterScopedKinds"]))
+
+
+def immutable_fields() -> dict[str, tuple[str, ...]]:
+    """Built-in kind -> dotted field paths the API server refuses to change on update."""
+    return {kind: tuple(paths) for kind, paths in load_table("kubernetes")["immutableFields"].items()}
+
+
 def gpu_operator() -> dict:
     return load_table("operators")["gpuOperator"]
 

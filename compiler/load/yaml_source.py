@@ -18,6 +18,9 @@ from ..diagnostics import Diagnostic, InputError, Path, format_path
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_NODES = 200_000  # after alias expansion; the whole shipped fleet uses a few thousand
+# Core schema tags only: no python/object construction, no custom tags (the safe loader would refuse
+# most of them on scalars, but it never sees tags on collections we build ourselves).
+_STANDARD_TAGS = tuple(f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq", "timestamp", "binary", "merge"))
 
 
 @dataclass
@@ -70,7 +73,12 @@ def decode(data: bytes, file: str, max_bytes: int = MAX_FILE_BYTES) -> str:
 
 def parse_documents(text: str, file: str, max_nodes: int = MAX_NODES) -> list[SourceDoc]:
     """All non-empty documents of a YAML stream, each with its line map."""
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.reader.ReaderError as exc:  # control characters are refused before parsing starts
+        line = text[: exc.position].count("\n") + 1
+        raise _fail(file, line, f"invalid YAML: {exc.reason} (character {exc.character!r})",
+                    "remove the control character; intents are plain text") from None
     docs: list[SourceDoc] = []
     try:
         index = 0
@@ -85,6 +93,8 @@ def parse_documents(text: str, file: str, max_nodes: int = MAX_NODES) -> list[So
             index += 1
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
+        if exc.context_mark and exc.problem and ("end of stream" in exc.problem or "<stream end>" in exc.problem):
+            mark = exc.context_mark  # an unclosed quote or bracket: point where it was opened, not at the end
         line = mark.line + 1 if mark else 0
         problem = exc.problem or str(exc)
         hint = ""
@@ -93,7 +103,10 @@ def parse_documents(text: str, file: str, max_nodes: int = MAX_NODES) -> list[So
         elif "mapping values are not allowed" in problem:
             hint = "a value containing ': ' needs quotes, or the line above is indented wrongly"
         raise _fail(file, line, f"invalid YAML: {problem}" + (f" ({exc.context})" if exc.context else ""), hint) from None
-    except yaml.YAMLError as exc:  # reader errors (control characters) carry no mark
+    except yaml.reader.ReaderError as exc:
+        line = text[: exc.position].count("\n") + 1
+        raise _fail(file, line, f"invalid YAML: {exc.reason} (character {exc.character!r})") from None
+    except yaml.YAMLError as exc:
         raise _fail(file, 0, f"invalid YAML: {exc}") from None
     finally:
         loader.dispose()
@@ -120,6 +133,9 @@ class _Builder:
                         f"document expands to more than {self.max_nodes} values (anchors and aliases?)",
                         "intents do not need YAML aliases; write the values out")
         self.lines.setdefault(path, node.start_mark.line + 1)
+        if not node.tag.startswith(_STANDARD_TAGS):
+            raise InputError([Diagnostic(self.file, node.start_mark.line + 1, format_path(path),
+                                         f"YAML tag '{node.tag}' is not allowed", "intents use plain YAML values; remove the tag")])
         if isinstance(node, yaml.MappingNode):
             self.loader.flatten_mapping(node)  # resolves `<<` merge keys
             result: dict[str, Any] = {}

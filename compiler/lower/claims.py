@@ -148,7 +148,7 @@ def lower_claims(cluster: ResolvedCluster, plans: list[WorkloadPlan]) -> tuple[l
                 wave=Wave.CLAIMS, component=f"workload/{key}", origin=plan.intent.source,
                 labels={WORKLOAD: plan.name},
                 body={"spec": {"metadata": {"labels": {WORKLOAD: plan.name}}, "spec": spec}},
-                replacements=(CLAIM_REPLACEMENT,)))
+                replacements=(CLAIM_REPLACEMENT,), identity=f"{plan.name}-gpu"))
             refs[key] = ClaimRef("ResourceClaimTemplate", name, plan.namespace, tuple(names))
         else:
             groups.setdefault((plan.namespace, plan.share_group), []).append(plan)
@@ -164,7 +164,7 @@ def lower_claims(cluster: ResolvedCluster, plans: list[WorkloadPlan]) -> tuple[l
             origin=min(members, key=lambda p: p.name).intent.source,
             labels={"gpuc.dev/share-group": group},
             annotations={"gpuc.dev/share-group-members": ",".join(member_names)},
-            body={"spec": spec}, replacements=(CLAIM_REPLACEMENT,)))
+            body={"spec": spec}, replacements=(CLAIM_REPLACEMENT,), identity=group))
         for p in members:
             refs[f"{p.namespace}/{p.name}"] = ClaimRef("ResourceClaim", name, namespace, tuple(names))
     return objects, refs

@@ -45,6 +45,10 @@ class KubeObject:
     origin: SourceDoc  # the intent document that produced it (file, document index, line of every field)
     replacements: tuple[Replacement, ...] = ()
     patch: bool = False  # a partial object applied with server-side apply onto an existing one
+    identity: str = ""  # the name without its content hash: what stays the same when the spec changes
+
+    def __post_init__(self) -> None:
+        self.identity = self.identity or self.name
 
     @property
     def source(self) -> str:
@@ -70,6 +74,11 @@ class KubeObject:
     @property
     def key(self) -> tuple[str, str, str]:
         return (self.kind, self.namespace, self.name)
+
+    @property
+    def logical_key(self) -> tuple[str, str, str]:
+        """Pairs an object with its predecessor across a spec change that renamed it."""
+        return (self.kind, self.namespace, self.identity)
 
     def sort_key(self) -> tuple:
         return (int(self.wave), self.kind, self.namespace, self.name)

@@ -43,6 +43,7 @@ def make_object(
     replacements: tuple[Replacement, ...] = (),
     patch: bool = False,
     managed: bool = True,
+    identity: str = "",
 ) -> KubeObject:
     metadata: dict[str, Any] = {"name": name}
     if namespace is not None:
@@ -55,4 +56,4 @@ def make_object(
     all_annotations = {SOURCE: origin.ref, SYNC_WAVE: str(int(wave)), **(annotations or {})}
     metadata["annotations"] = dict(sorted(all_annotations.items()))
     manifest = {"apiVersion": api_version, "kind": kind, "metadata": metadata, **(body or {})}
-    return KubeObject(manifest, wave, component, origin, replacements, patch)
+    return KubeObject(manifest, wave, component, origin, replacements, patch, identity)

@@ -43,7 +43,8 @@ def compute_domain(cluster: ResolvedCluster, plan: WorkloadPlan) -> tuple[KubeOb
     spec = {**core, "channel": {"resourceClaimTemplate": {"name": channel}}}
     obj = make_object(CD_API, "ComputeDomain", name, namespace=plan.namespace, wave=Wave.CLAIMS,
                       component=f"workload/{plan.namespace}/{plan.name}", origin=plan.intent.source,
-                      labels={WORKLOAD: plan.name}, body={"spec": spec}, replacements=(CD_REPLACEMENT,))
+                      labels={WORKLOAD: plan.name}, body={"spec": spec}, replacements=(CD_REPLACEMENT,),
+                      identity=plan.name)
     return obj, channel
 
 

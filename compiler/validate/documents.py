@@ -14,6 +14,7 @@ from ..diagnostics import Diagnostic, Findings, Path as FieldPath, did_you_mean,
 from ..load.fleet import FleetFiles
 from ..load.yaml_source import SourceDoc
 from .intents import API_VERSION, KINDS, Cluster, GpuDeviceClass, GpuWorkload
+from .secrets import scan_document
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -160,7 +161,7 @@ def _header(doc: SourceDoc, allowed: tuple[str, ...], where: str, findings: Find
         return None
     if kind not in allowed:
         suggestion = did_you_mean(str(kind), allowed)
-        elsewhere = kind in KINDS and kind not in allowed
+        elsewhere = isinstance(kind, str) and kind in KINDS and kind not in allowed
         hint = (f"{kind} documents belong in {'clusters/' if kind == 'Cluster' else 'workloads/'}" if elsewhere
                 else suggestion or f"{where} holds {one_of(allowed)}")
         findings.add(doc.error(("kind",), f"kind {kind!r} is not allowed in {where}", hint))
@@ -182,6 +183,11 @@ def build_fleet(files: FleetFiles, findings: Findings) -> Fleet:
         first_seen[key] = doc
         return True
 
+    secrets: set[str] = set()
+    for doc in files.clusters + files.workloads:
+        found, values = scan_document(doc)
+        findings.extend(found)
+        secrets |= values
     for doc in files.clusters:
         if _header(doc, ("Cluster",), "clusters/", findings) and (c := _validate(doc, Cluster, findings)):
             if register(("Cluster", c.metadata.name), doc):
@@ -194,6 +200,7 @@ def build_fleet(files: FleetFiles, findings: Findings) -> Fleet:
         elif kind == "GpuDeviceClass" and (k := _validate(doc, GpuDeviceClass, findings)):
             if register(("GpuDeviceClass", k.metadata.name), doc):
                 fleet.classes[k.metadata.name] = Intent(k, doc)
+    findings.redact(secrets)
     fleet.clusters = dict(sorted(fleet.clusters.items()))
     fleet.classes = dict(sorted(fleet.classes.items()))
     fleet.workloads.sort(key=lambda w: (w.model.metadata.namespace, w.model.metadata.name))

@@ -7,6 +7,7 @@ Nothing here raises: the caller decides after all rules have run, so one run rep
 from __future__ import annotations
 
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 from ..diagnostics import Findings, did_you_mean, one_of
@@ -28,6 +29,7 @@ SHARED = ("Shared", "TimeSlicing", "MPS")
 def check_fleet(fleet: Fleet, findings: Findings) -> dict[str, ResolvedCluster]:
     clusters: dict[str, ResolvedCluster] = {}
     for name, intent in fleet.clusters.items():
+        _check_paths(intent, fleet, findings)
         resolved = resolve_cluster(intent, findings)
         if resolved is not None:
             clusters[name] = resolved
@@ -44,6 +46,27 @@ def check_fleet(fleet: Fleet, findings: Findings) -> dict[str, ResolvedCluster]:
 
 
 # ------------------------------------------------------------------------------------------ clusters
+
+def inside_fleet(fleet: Fleet, raw: str) -> bool:
+    """Paths written in intents stay inside the fleet: a fleet from a pull request must not make gpuc
+    read arbitrary files of the machine it runs on (CI runners hold credentials)."""
+    path = Path(raw)
+    if path.is_absolute():
+        return False
+    root = fleet.root.resolve()
+    return (root / path).resolve().is_relative_to(root)
+
+
+def _check_paths(intent: Intent[Cluster], fleet: Fleet, findings: Findings) -> None:
+    crds = intent.model.spec.crds
+    if crds is None:
+        return
+    if not inside_fleet(fleet, crds):
+        findings.add(intent.error(("spec", "crds"), f"'{crds}' is outside the fleet directory",
+                                  "use a path relative to the fleet (e.g. crds/prod-east), or pass --crds DIR on the command line"))
+    elif not (fleet.root / crds).is_dir():
+        findings.add(intent.error(("spec", "crds"), f"directory '{crds}' does not exist in the fleet",
+                                  "create it with the CRD YAMLs of the operators this cluster runs, or drop spec.crds"))
 
 def resolve_cluster(intent: Intent[Cluster], findings: Findings) -> ResolvedCluster | None:
     spec = intent.model.spec

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Annotated, Any
 
 from pydantic import PlainSerializer, PlainValidator, WithJsonSchema
@@ -36,6 +36,24 @@ class Quantity:
         return int(self.value)
 
 
+def _amount(match: re.Match[str]) -> Decimal:
+    number = Decimal(match.group("num"))  # the regex admits only decimals
+    suffix = match.group("suffix") or ""
+    if suffix in _BINARY:
+        return number * _BINARY[suffix]
+    if suffix[:1] in ("e", "E"):
+        return number * (Decimal(10) ** int(suffix[1:]))
+    return number * _DECIMAL[suffix]
+
+
+def quantity_value(raw: Any) -> Decimal | None:
+    """The amount of any Kubernetes quantity (zero and negative ones too, as the API accepts), or None."""
+    if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
+        return None
+    match = _QUANTITY.match(raw if isinstance(raw, str) else repr(raw))
+    return _amount(match) if match else None
+
+
 def parse_quantity(raw: Any) -> Quantity:
     if isinstance(raw, Quantity):
         return raw
@@ -47,17 +65,7 @@ def parse_quantity(raw: Any) -> Quantity:
         fix = re.sub(r"([KMGTPE])i?B$", r"\1i", text)
         hint = f"; did you mean \"{fix}\"?" if fix != text and _QUANTITY.match(fix) else ""
         raise ValueError(f"'{text}' is not a Kubernetes quantity (use a number with Ki, Mi, Gi, Ti or k, M, G, e.g. \"40Gi\"){hint}")
-    try:
-        number = Decimal(match.group("num"))
-    except InvalidOperation:  # pragma: no cover - the regex admits only decimals
-        raise ValueError(f"'{text}' is not a number") from None
-    suffix = match.group("suffix") or ""
-    if suffix in _BINARY:
-        value = number * _BINARY[suffix]
-    elif suffix[:1] in ("e", "E"):
-        value = number * (Decimal(10) ** int(suffix[1:]))
-    else:
-        value = number * _DECIMAL[suffix]
+    value = _amount(match)
     if value <= 0:
         raise ValueError(f"'{text}' must be greater than zero")
     return Quantity(value, text)

@@ -1,0 +1,99 @@
+"""Deterministic synthetic fleets for benchmarks: C clusters x W workloads per cluster, every feature.
+
+`python -m benchmarks.fleetgen OUT --clusters 20 --workloads 1000 --seed 7` writes a fleet directory.
+The same seed and sizes always give byte-identical files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+from pathlib import Path
+
+import yaml
+
+# (kubernetes, driver, fabric) per cluster flavour; NIM only on 1.34+
+PLATFORMS = [("1.34", "25.12.0", "none"), ("1.33", "25.8.1", "topologyConfig"), ("1.35", "0.5.0-dev", "partitionAttributes"),
+             ("1.34", "0.4.1", "none")]
+NIM_IMAGES = ["nvcr.io/nim/meta/llama-3.1-8b-instruct:1.8.3", "nvcr.io/nim/meta/llama-3.2-1b-instruct:1.12.0",
+              "nvcr.io/nim/meta/llama-3.1-70b-instruct:1.8.3"]
+
+
+def cluster(i: int, nodes: int, rng: random.Random) -> dict:
+    kubernetes, driver, fabric = PLATFORMS[i % len(PLATFORMS)]
+    pools = [
+        {"name": "h100", "nodes": nodes, "gpu": {"model": "H100-80GB", "count": 8}, "nvlink": {"partitions": [2, 4, 8]}},
+        {"name": "a100-mig", "nodes": max(1, nodes // 4), "gpu": {"model": "A100-80GB", "count": 8}, "mig": {"layout": "all-balanced"}},
+        {"name": "gb200", "nodes": max(2, nodes // 8), "gpu": {"model": "GB200-186GB", "count": 4}, "nvlink": {"partitions": [2, 4]}},
+    ]
+    spec = {
+        "kubernetesVersion": kubernetes,
+        "draDriver": {"version": driver, "nvidiaDriverRoot": "/run/nvidia/driver", "fabric": fabric},
+        "gpuOperator": {"mode": "helm", "version": "v25.10.1"},
+        "nodePools": pools,
+        "gitops": {"repoURL": "https://git.example.com/fleet.git", "path": f"rendered/c{i:02d}", "destination": {"name": f"c{i:02d}"}},
+    }
+    if kubernetes >= "1.34":
+        spec["nimOperator"] = {"version": "3.1.2"}
+    return {"apiVersion": "gpuc.dev/v1alpha1", "kind": "Cluster", "metadata": {"name": f"c{i:02d}"}, "spec": spec}
+
+
+def workload(c: int, j: int, flavour: tuple, rng: random.Random) -> dict:
+    kubernetes, _, fabric = flavour
+    kind = rng.choice(["nim", "nim", "exclusive", "shared", "timeslicing", "mps", "mig", "multinode", "fabric"])
+    name, ns = f"c{c:02d}-w{j:04d}", f"team-{j % 10}"
+    spec: dict = {"clusters": [f"c{c:02d}"], "replicas": rng.randint(1, 3)}
+    gpu: dict = {}
+    if kind == "nim" and kubernetes >= "1.34":
+        spec["model"] = {"image": rng.choice(NIM_IMAGES), "parameters": rng.choice(["1B", "8B", "8B", "70B"]),
+                         "precision": rng.choice(["bf16", "fp8"]), "contextLength": 8192, "concurrency": rng.choice([1, 4, 8])}
+        spec["secrets"] = {"ngcApiKey": "ngc-api-secret", "imagePull": "ngc-secret"}
+        gpu = {"count": "auto", "require": {"architecture": ["Hopper"]}}
+    elif kind == "shared":
+        gpu = {"count": 1, "sharing": "Shared"}
+    elif kind == "timeslicing":
+        gpu = {"count": 1, "sharing": "TimeSlicing", "shareGroup": f"c{c:02d}-ts-{j % 50}", "timeSlicing": {"interval": "Long"}}
+    elif kind == "mps":
+        gpu = {"count": 1, "sharing": "MPS", "mps": {"activeThreadPercentage": 50}}
+    elif kind == "mig":
+        gpu = {"mig": {"slices": rng.choice([[{"profile": "1g.10gb"}], [{"profile": "3g.40gb"}, {"profile": "1g.10gb", "count": 2}]])}}
+    elif kind == "multinode":
+        gpu = {"count": 4, "multiNode": {"nodes": 2}, "require": {"architecture": ["Blackwell"]}}
+    elif kind == "fabric" and fabric != "none":
+        gpu = {"fabric": {"partitionSize": rng.choice([2, 4])}, "require": {"architecture": ["Hopper"]}}
+    else:
+        gpu = {"count": rng.choice([1, 1, 2, 4, 8]), "require": {"architecture": ["Hopper"], "minMemory": "40Gi"}}
+    spec["gpu"] = gpu
+    if "shareGroup" in gpu:
+        ns = f"team-ts-{j % 50}"  # a share group lives in one namespace
+    if "sharing" in gpu and gpu["sharing"] != "Exclusive" and "model" in spec:
+        spec["replicas"] = 1
+    return {"apiVersion": "gpuc.dev/v1alpha1", "kind": "GpuWorkload", "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def generate(out: Path, clusters: int, workloads: int, nodes: int, seed: int) -> None:
+    rng = random.Random(seed)
+    (out / "clusters").mkdir(parents=True, exist_ok=True)
+    for c in range(clusters):
+        doc = cluster(c, nodes, rng)
+        (out / "clusters" / f"c{c:02d}.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+        docs = [workload(c, j, PLATFORMS[c % len(PLATFORMS)], rng) for j in range(workloads)]
+        target = out / "workloads" / f"c{c:02d}"
+        target.mkdir(parents=True, exist_ok=True)
+        for start in range(0, len(docs), 100):  # 100 documents per file, like a team's folder
+            (target / f"batch-{start // 100:03d}.yaml").write_text(yaml.safe_dump_all(docs[start:start + 100], sort_keys=False))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--clusters", type=int, default=20)
+    parser.add_argument("--workloads", type=int, default=1000, help="workloads per cluster")
+    parser.add_argument("--nodes", type=int, default=64, help="nodes of each cluster's main H100 pool")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    generate(args.out, args.clusters, args.workloads, args.nodes, args.seed)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""CustomResourceDefinitions the user points gpuc at: read from directories, indexed by group and kind.
+
+Users validate against the operator versions they run, so gpuc ships no CRDs: a cluster's
+`spec.crds` directory (relative to the fleet root) and every `--crds DIR` are searched, recursively.
+Files may hold anything (charts keep CRDs beside samples); only `CustomResourceDefinition`
+documents count. The cluster's own directory wins over `--crds`; two different CRDs for one kind
+at the same level are an error, because gpuc could not know which one the cluster runs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..diagnostics import Diagnostic, InputError
+from .schema import Compiler, Node, SchemaError
+
+YAML_SUFFIXES = (".yaml", ".yml")
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # CRDs are large; the C parser is 10x faster
+
+
+@dataclass(frozen=True)
+class CrdVersion:
+    name: str
+    served: bool
+    schema: dict[str, Any] | None
+
+
+@dataclass
+class Crd:
+    group: str
+    kind: str
+    plural: str
+    scope: str  # Namespaced | Cluster
+    versions: dict[str, CrdVersion]
+    file: str  # where it was read, for messages
+    _nodes: dict[str, Node] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def label(self) -> str:
+        return f"{self.plural}.{self.group}"
+
+    @property
+    def served_versions(self) -> list[str]:
+        return [v.name for v in self.versions.values() if v.served]
+
+    def schema_node(self, version: str) -> Node | None:
+        """The compiled `openAPIV3Schema` of a version (compiled once); None when it has none."""
+        if version not in self._nodes:
+            raw = self.versions[version].schema
+            if raw is None:
+                return None
+            try:
+                node = Compiler(structural=True).compile(raw)
+            except SchemaError as exc:
+                raise InputError([Diagnostic(self.file, 0, f"{self.label} {version}", f"cannot use this CRD's schema: {exc}")]) from None
+            # The API server handles metadata itself (ObjectMeta rules); a CRD's `metadata: {type: object}`
+            # does not mean "no fields", and apiVersion/kind are always accepted at the root.
+            node.skip = frozenset({"metadata", "apiVersion", "kind"})
+            self._nodes[version] = node
+        return self._nodes[version]
+
+    def same_definition(self, other: "Crd") -> bool:
+        return (self.group, self.kind, self.scope, self.versions) == (other.group, other.kind, other.scope, other.versions)
+
+
+@dataclass(frozen=True)
+class CrdCatalog:
+    """The CRDs one cluster is checked against, and where they were looked for."""
+
+    by_kind: dict[tuple[str, str], Crd]
+    searched: tuple[str, ...]
+
+    def find(self, group: str, kind: str) -> Crd | None:
+        return self.by_kind.get((group, kind))
+
+
+def _parse_crd(doc: dict, display: str) -> Crd:
+    def bad(message: str) -> InputError:
+        return InputError([Diagnostic(display, 0, "(CustomResourceDefinition)", message,
+                                      "point --crds at CRD files as the operator ships them")])
+
+    if doc.get("apiVersion") != "apiextensions.k8s.io/v1":
+        raise bad(f"{doc.get('apiVersion')} CustomResourceDefinitions were removed in Kubernetes 1.22; "
+                  "gpuc reads apiextensions.k8s.io/v1 CRDs")
+    spec = doc.get("spec")
+    if not isinstance(spec, dict) or not isinstance(spec.get("names"), dict) or not isinstance(spec.get("versions"), list):
+        raise bad("not a CustomResourceDefinition: spec.group, spec.names and spec.versions are required")
+    versions = {}
+    for v in spec["versions"]:
+        if not isinstance(v, dict) or "name" not in v:
+            raise bad("each spec.versions entry needs a name")
+        schema = (v.get("schema") or {}).get("openAPIV3Schema")
+        versions[str(v["name"])] = CrdVersion(str(v["name"]), bool(v.get("served", True)), schema)
+    names = spec["names"]
+    return Crd(str(spec.get("group", "")), str(names.get("kind", "")), str(names.get("plural", "")),
+               str(spec.get("scope", "Namespaced")), versions, display)
+
+
+def _read_file(path: Path, display: str) -> list[Crd]:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError([Diagnostic(display, 0, "(file)", f"cannot read CRD file: {exc}")]) from None
+    if "CustomResourceDefinition" not in text:
+        return []  # samples, values, anything else a chart directory holds
+    try:
+        docs = list(yaml.load_all(text, Loader=_Loader))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError([Diagnostic(display, mark.line + 1 if mark else 0, "(file)", f"invalid YAML in CRD file: {getattr(exc, 'problem', exc)}")]) from None
+    return [_parse_crd(d, display) for d in docs if isinstance(d, dict) and d.get("kind") == "CustomResourceDefinition"]
+
+
+_cache: dict[tuple, list[Crd]] = {}
+
+
+def read_crd_dir(directory: Path, display: str) -> list[Crd]:
+    """Every CRD under `directory` (recursive, sorted); cached per directory content in this process."""
+    if not directory.is_dir():
+        raise InputError([Diagnostic(display, 0, "--crds", f"CRD directory '{directory}' does not exist",
+                                     "pass a directory holding the operators' CRD YAML files")])
+    files = sorted((p for p in directory.rglob("*") if p.suffix in YAML_SUFFIXES and p.is_file()),
+                   key=lambda p: p.relative_to(directory).as_posix())
+    stamp = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files)
+    key = (str(directory.resolve()), stamp)
+    if key not in _cache:
+        crds: list[Crd] = []
+        for p in files:
+            crds.extend(_read_file(p, os.path.join(display, p.relative_to(directory).as_posix())))
+        _cache[key] = crds
+    return _cache[key]
+
+
+def build_catalog(layers: list[tuple[str, list[Crd]]]) -> CrdCatalog:
+    """Index CRDs; an earlier layer shadows later ones, a conflict inside one layer is an input error."""
+    by_kind: dict[tuple[str, str], Crd] = {}
+    for _, crds in layers:
+        level: dict[tuple[str, str], Crd] = {}
+        for crd in crds:
+            key = (crd.group, crd.kind)
+            other = level.get(key)
+            if other is not None and not other.same_definition(crd):
+                raise InputError([Diagnostic(crd.file, 0, crd.label,
+                                             f"two different CRDs define {crd.kind}.{crd.group}: {other.file} and {crd.file}",
+                                             "point --crds (or spec.crds) at the CRDs of the operator versions this cluster runs, one per kind")])
+            level.setdefault(key, crd)
+        for key, crd in level.items():
+            by_kind.setdefault(key, crd)
+    return CrdCatalog(by_kind, tuple(name for name, _ in layers))

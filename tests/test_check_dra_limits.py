@@ -1,0 +1,107 @@
+"""DRA limits and formats the API server enforces beyond the schema (notes k8s-dra-api.md 1.1)."""
+
+from __future__ import annotations
+
+import copy
+import shutil
+
+from check_support import claim_devices, errors_after, find
+from conftest import EXAMPLES, gpuc
+
+
+def _request(c, name: str = "llama-8b-chat"):
+    return claim_devices(find(c, "ResourceClaimTemplate", name))
+
+
+def only(errors) -> str:
+    assert len(errors) == 1, [d.message for d in errors]
+    return errors[0].message
+
+
+def test_33_requests():
+    def damage(c):
+        devices = _request(c)
+        devices["requests"] = [dict(copy.deepcopy(devices["requests"][0]), name=f"gpu-{i}") for i in range(33)]
+        for r in devices["requests"]:
+            r["exactly"]["count"] = 1
+
+    messages = [d.message for d in errors_after("prod-east", damage)]
+    assert "ResourceClaimTemplate nim-service/llama-8b-chat-gpu-a20b1f63 spec.spec.devices.requests: 33 requests; a claim may have at most 32" in messages
+    assert any("ask for 33 devices in total (sum of counts); a claim can be allocated at most 32" in m for m in messages)
+
+
+def test_more_than_32_devices_in_one_claim():
+    def damage(c):
+        devices = _request(c, "notebooks")
+        devices["requests"][0]["exactly"]["count"] = 31  # plus 2 x 1g.10gb
+    assert only(errors_after("prod-east", damage)).endswith(
+        "spec.spec.devices.requests: the requests ask for 33 devices in total (sum of counts); a claim can be allocated at most 32")
+
+
+def test_request_names_must_be_unique_dns_labels_and_references_must_exist():
+    def damage(c):
+        devices = _request(c, "notebooks")
+        devices["requests"][1]["name"] = "MIG_1g"
+        devices["constraints"][0]["requests"] = ["mig-3g-40gb", "mig-1g-10gb"]
+
+    messages = [d.message for d in errors_after("prod-east", damage)]
+    assert any(m.endswith("requests[1].name: request name 'MIG_1g' must be a DNS label (lower-case letters, digits and '-', at most 63)") for m in messages)
+    assert any(m.endswith("constraints[0].requests[1]: no request named 'mig-1g-10gb' in this claim (requests: mig-3g-40gb)") for m in messages)
+
+
+def test_match_attribute_must_be_fully_qualified():
+    def damage(c):
+        _request(c, "notebooks")["constraints"][0]["matchAttribute"] = "parentUUID"
+    error = errors_after("prod-east", damage)
+    assert only(error).endswith("constraints[0].matchAttribute: 'parentUUID' must be fully qualified as <domain>/<name>, e.g. gpu.nvidia.com/parentUUID")
+    assert (error[0].file, error[0].path) == ("workloads/research/batch.yaml", "spec.gpu.mig.sameGpu")
+
+
+def test_first_available_alternatives_and_selectors_per_request():
+    def damage(c):
+        devices = _request(c)
+        request = devices["requests"][0]
+        body = request.pop("exactly")
+        request["firstAvailable"] = [dict(copy.deepcopy(body), name=f"alt-{i}") for i in range(9)]
+        request["firstAvailable"][0]["selectors"] = [{"cel": {"expression": "true"}}] * 33
+
+    messages = [d.message for d in errors_after("prod-east", damage)]
+    assert any(m.endswith("requests[0].firstAvailable: 9 firstAvailable alternatives; at most 8") for m in messages)
+    assert any(m.endswith("requests[0].firstAvailable[0].selectors: 33 selectors; a request may have at most 32") for m in messages)
+
+
+def test_zero_count_and_invalid_device_class_name():
+    def damage(c):
+        body = _request(c)["requests"][0]["exactly"]
+        body["count"] = 0
+        body["deviceClassName"] = "GPU Class"
+
+    messages = [d.message for d in errors_after("prod-east", damage)]
+    assert any(m.endswith("exactly.count: count must be greater than zero, got 0") for m in messages)
+    assert any(m.endswith("exactly.deviceClassName: device class name 'GPU Class' must be a DNS subdomain") for m in messages)
+
+
+def test_opaque_parameters_over_10_kib():
+    def damage(c):
+        params = claim_devices(find(c, "ResourceClaim", "batch-embeddings"))["config"][0]["opaque"]["parameters"]
+        params["sharing"]["mpsConfig"]["defaultPerDevicePinnedMemoryLimit"] = {f"GPU-{i:036d}": "1Gi" for i in range(300)}
+
+    messages = [d.message for d in errors_after("prod-east", damage)]
+    assert any("config[0].opaque.parameters: opaque parameters are" in m and "bytes of JSON; the API server accepts at most 10240 (10 KiB)" in m
+               for m in messages)
+
+
+def test_too_long_cel_expression_from_the_intent_is_reported_at_its_line(tmp_path):
+    fleet = tmp_path / "fleet"
+    shutil.copytree(EXAMPLES, fleet)
+    path = fleet / "workloads" / "platform" / "device-classes.yaml"
+    long_cel = " || ".join(f"device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100 80GB HBM3 variant {i:04d}'" for i in range(130))
+    path.write_text(path.read_text() + f'    cel: ["{long_cel}"]\n')
+    out = tmp_path / "out"
+    result = gpuc("render", fleet, "-o", out)
+    assert result.code == 1
+    assert ("workloads/platform/device-classes.yaml:11: error: spec.require.cel[0]: DeviceClass hopper-80g.gpuc.dev "
+            "spec.selectors[4].cel.expression: CEL expression is ") in result.err
+    assert "bytes; the API server accepts at most 10240 (10 KiB)" in result.err
+    assert "nothing was written" in result.err
+    assert not (out / "prod-east").exists()

@@ -1,0 +1,129 @@
+"""The data tables in compiler/facts/data agree with the upstream files in ../shared/reference."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from compiler.facts import catalog
+from compiler.facts.driver import builtin_device_classes, chart_keys, driver_lines, parse_driver_version
+from compiler.facts.mig import fit_mix, fit_on_model
+from conftest import REFERENCE
+
+CHART_DIRS = {"25.3": "v25.3.2", "25.8": "v25.8.1", "25.12": "v25.12.0", "0.4": "v0.4.1", "0.5": "main-0.5.0-dev"}
+DRA = REFERENCE / "nvidia-dra-driver-gpu"
+
+
+def _reference_leaves(values: dict, prefix: str = "") -> dict[str, object]:
+    out = {}
+    for key, value in values.items():
+        path = f"{prefix}.{key}" if prefix else key
+        if isinstance(value, dict) and value:
+            out.update(_reference_leaves(value, path))
+        else:
+            out[path] = value
+    return out
+
+
+@pytest.mark.parametrize("line_id", sorted(CHART_DIRS))
+def test_chart_keys_match_reference_values(line_id):
+    reference = yaml.safe_load((DRA / CHART_DIRS[line_id] / "values.yaml").read_text())
+    leaves = _reference_leaves(reference)
+    ours = chart_keys(driver_lines()[line_id])
+    maps = [k for k, v in ours.items() if v.kind == "map"]
+
+    def covered(path: str) -> bool:
+        return path in ours or any(path.startswith(m + ".") for m in maps)
+
+    missing = sorted(p for p in leaves if not covered(p))
+    assert not missing, f"chart keys of {line_id} missing from dra_chart_values.yaml: {missing}"
+    extra = sorted(k for k in ours if k not in leaves and not any(p.startswith(k + ".") for p in leaves))
+    assert not extra, f"dra_chart_values.yaml lists keys {line_id} does not have: {extra}"
+    for path, key in ours.items():
+        if path in leaves:
+            value = leaves[path]
+            expected = "list" if isinstance(value, list) else "map" if isinstance(value, dict) else None
+            if expected:
+                assert key.kind == expected, f"{path}: reference default is a {expected}"
+
+
+@pytest.mark.parametrize("line_id", sorted(CHART_DIRS))
+def test_chart_name_and_version_match_reference(line_id):
+    chart = yaml.safe_load((DRA / CHART_DIRS[line_id] / "Chart.yaml").read_text())
+    line = driver_lines()[line_id]
+    assert chart["name"] == line.chart_name
+    assert parse_driver_version(chart["version"]).id == line_id
+
+
+def test_builtin_device_classes_match_chart_templates():
+    names = set()
+    for template in DRA.glob("*/templates/deviceclass-*.yaml"):
+        match = re.search(r"^\s*name:\s*(\S+)", template.read_text(), re.M)
+        names.add(match.group(1))
+    assert names == set(builtin_device_classes())
+
+
+def _filters(entry: dict) -> set[str]:
+    raw = entry.get("device-filter", [])
+    return {f.upper() for f in ([raw] if isinstance(raw, str) else raw)}  # A30's entry uses a bare string
+
+
+def _default_mig_configs() -> dict:
+    cm = yaml.safe_load((REFERENCE / "gpu-operator" / "default-mig-parted-config.yaml").read_text())
+    return yaml.safe_load(cm["data"]["config.yaml"])["mig-configs"]
+
+
+def test_mig_max_instances_match_gpu_operator_defaults():
+    configs = _default_mig_configs()
+    checked = 0
+    for model in catalog.gpu_models().values():
+        if model.mig is None:
+            continue
+        ids = {f"{i}10DE".upper() for i in model.pci_device_ids}
+        for profile in model.mig.profiles.values():
+            entries = configs.get("all-" + profile.name.replace("+", "."), [])
+            for entry in entries:
+                filters = _filters(entry)
+                if filters and not filters & ids:
+                    continue
+                assert entry["mig-devices"][profile.name] == profile.max_instances, (model.key, profile.name)
+                checked += 1
+                break
+    assert checked >= 30
+
+
+def test_all_balanced_matches_gpu_operator_defaults():
+    balanced = _default_mig_configs()["all-balanced"]
+    for model in catalog.gpu_models().values():
+        if model.mig is None:
+            continue
+        ids = {f"{i}10DE".upper() for i in model.pci_device_ids}
+        entry = next(e for e in balanced if _filters(e) & ids)
+        assert entry["mig-devices"] == model.mig.balanced, model.key
+        assert fit_on_model(model, model.mig.balanced).fits, model.key
+
+
+def test_mig_geometry_accepts_real_mixes_and_rejects_impossible_ones():
+    a100 = catalog.gpu_models()["A100-80GB"].mig
+    assert fit_mix(a100, {"4g.40gb": 1, "3g.40gb": 1}).fits
+    assert fit_mix(a100, {"3g.40gb": 1, "2g.20gb": 2}).fits  # the 3g must sit at offset 4
+    placements = dict((p, s) for p, s in fit_mix(a100, {"3g.40gb": 1, "2g.20gb": 2}).placements if p == "3g.40gb")
+    assert placements["3g.40gb"] == 4
+    assert fit_mix(a100, {"1g.10gb": 7}).fits
+    assert not fit_mix(a100, {"4g.40gb": 2}).fits
+    assert "compute slices" in fit_mix(a100, {"4g.40gb": 1, "3g.40gb": 1, "1g.10gb": 1}).reason
+    assert "at most 4" in fit_mix(a100, {"1g.20gb": 5}).reason
+    # memory slices, not compute, are what run out here: 2 x 3g (8 memory slices) + a 1g
+    assert not fit_mix(a100, {"3g.40gb": 2, "1g.10gb": 1}).fits
+
+
+def test_driver_versions_parse_to_lines():
+    assert parse_driver_version("25.12.0").id == "25.12"
+    assert parse_driver_version("v25.3.2").id == "25.3"
+    assert parse_driver_version("0.5.0-dev").id == "0.5"
+    with pytest.raises(ValueError, match="supported"):
+        parse_driver_version("26.1.0")
+    with pytest.raises(ValueError, match="not a driver version"):
+        parse_driver_version("latest")

@@ -1,0 +1,147 @@
+"""Broken YAML and schema mistakes: exit 2, file:line:field in the message, a fix, nothing written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from compiler.diagnostics import InputError
+from compiler.load.yaml_source import MAX_FILE_BYTES, parse_documents
+from conftest import NIM_SECRETS, cluster_doc, gpuc, nim_model, workload_doc
+
+
+def render_rejected(fleet_path: Path, *fragments: str, code: int = 2) -> str:
+    out = fleet_path.parent / (fleet_path.name + "-out")
+    result = gpuc("render", fleet_path, "-o", out)
+    assert result.code == code, result.err + result.out
+    for fragment in fragments:
+        assert fragment in result.err, f"{fragment!r} not in:\n{result.err}"
+    assert "Traceback" not in result.err
+    assert not out.exists(), "a rejected render must not write anything"
+    return result.err
+
+
+def test_line_numbers_point_at_each_key():
+    doc = parse_documents("a: 1\nb:\n  c:\n    - x\n    - y: 2\n", "f.yaml")[0]
+    assert doc.line_of(("b", "c", 1, "y")) == 5
+    assert doc.line_of(("b", "c", 0)) == 4
+    assert doc.line_of(("b", "missing", "deeper")) == 2  # nearest existing ancestor
+
+
+def test_unknown_field_suggests_the_right_one(fleet):
+    path = fleet(workloads={"w.yaml": [workload_doc(gpu={"sharng": "MPS"})]})
+    render_rejected(path, "workloads/w.yaml:8: error: spec.gpu.sharng: unknown field 'sharng'", "did you mean 'sharing'?")
+
+
+def test_wrong_enum_value_suggests_the_closest(fleet):
+    path = fleet(workloads={"w.yaml": [workload_doc(gpu={"sharing": "TimeSlice", "shareGroup": "g"})]})
+    render_rejected(path, "spec.gpu.sharing: must be one of", "did you mean 'TimeSlicing'?")
+
+
+def test_missing_required_field(fleet):
+    doc = cluster_doc()
+    del doc["spec"]["draDriver"]["version"]
+    render_rejected(fleet(clusters=[doc]), "clusters/c1.yaml:", "spec.draDriver.version: required field 'version' is missing")
+
+
+@pytest.mark.parametrize("value,fragment", [
+    ("40GiB", 'did you mean "40Gi"?'),
+    ("-1Gi", "must be greater than zero"),
+    ("lots", "is not a Kubernetes quantity"),
+])
+def test_bad_quantities(fleet, value, fragment):
+    path = fleet(workloads={"w.yaml": [workload_doc(gpu={"require": {"minMemory": value}})]})
+    render_rejected(path, "spec.gpu.require.minMemory", fragment)
+
+
+def test_unquoted_kubernetes_version_is_explained(fleet):
+    doc = cluster_doc()
+    text = yaml.safe_dump(doc, sort_keys=False).replace("kubernetesVersion: '1.34'", "kubernetesVersion: 1.30")
+    path = fleet()
+    (path / "clusters" / "c1.yaml").write_text(text)
+    render_rejected(path, "spec.kubernetesVersion", "YAML reads 1.30 as the number 1.3")
+
+
+def test_bad_gpu_count(fleet):
+    path = fleet(workloads={"w.yaml": [workload_doc(gpu={"count": "many"})]})
+    render_rejected(path, "spec.gpu.count: must be 'auto' or a whole number of GPUs from 1 to 32")
+
+
+def test_bad_model_size(fleet):
+    path = fleet(workloads={"w.yaml": [workload_doc(model=nim_model("huge"), secrets=NIM_SECRETS)]})
+    render_rejected(path, "spec.model.parameters", "is not a model size")
+
+
+def test_dns_names_are_checked(fleet):
+    path = fleet(workloads={"w.yaml": [workload_doc(name="Llama_8B")]})
+    render_rejected(path, "metadata.name: 'Llama_8B' is not a valid DNS label", "e.g. 'llama-8b'")
+
+
+def test_tabs_are_explained(fleet):
+    path = fleet(workloads={"w.yaml": "apiVersion: gpuc.dev/v1alpha1\nkind: GpuWorkload\nmetadata:\n\tname: x\n"})
+    render_rejected(path, "workloads/w.yaml:4:", "indentation must use spaces, not tabs")
+
+
+def test_duplicate_keys_are_refused(fleet):
+    text = "apiVersion: gpuc.dev/v1alpha1\nkind: GpuWorkload\nmetadata: {name: a}\nspec:\n  replicas: 1\n  replicas: 2\n"
+    render_rejected(fleet(workloads={"w.yaml": text}), "workloads/w.yaml:6:", "duplicate key 'replicas' (first at line 5)")
+
+
+def test_empty_file(fleet):
+    render_rejected(fleet(workloads={"w.yaml": "# nothing here\n"}), "workloads/w.yaml:1:", "file holds no YAML document")
+
+
+def test_document_that_is_a_list(fleet):
+    render_rejected(fleet(workloads={"w.yaml": "- apiVersion: gpuc.dev/v1alpha1\n  kind: GpuWorkload\n"}),
+                    "document is a list", "remove a leading '- '")
+
+
+def test_non_utf8_bytes(fleet):
+    path = fleet()
+    (path / "workloads" / "w.yaml").write_bytes(b"apiVersion: gpuc.dev/v1alpha1\nkind: \xff\n")
+    render_rejected(path, "workloads/w.yaml:2:", "not UTF-8")
+
+
+def test_alias_bomb_is_bounded():
+    layers = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, 9):
+        layers.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]")
+    with pytest.raises(InputError, match="anchors and aliases"):
+        parse_documents("\n".join(layers) + "\n", "bomb.yaml")
+
+
+def test_oversized_file(fleet):
+    path = fleet()
+    (path / "workloads" / "big.yaml").write_bytes(b"# " + b"x" * (MAX_FILE_BYTES + 10) + b"\n")
+    render_rejected(path, "workloads/big.yaml", "gpuc reads intent files up to")
+
+
+def test_wrong_api_version_and_kind(fleet):
+    doc = workload_doc()
+    doc["apiVersion"] = "gpuc.dev/v1"
+    render_rejected(fleet(workloads={"w.yaml": [doc]}), "apiVersion must be 'gpuc.dev/v1alpha1'")
+    doc = workload_doc()
+    doc["kind"] = "GpuWorkLoad"
+    render_rejected(fleet(workloads={"w.yaml": [doc]}), "kind 'GpuWorkLoad' is not allowed", "did you mean 'GpuWorkload'?")
+
+
+def test_cluster_document_in_workloads_dir(fleet):
+    render_rejected(fleet(workloads={"c.yaml": [cluster_doc("c2")]}), "Cluster documents belong in clusters/")
+
+
+def test_all_errors_are_reported_in_one_run(fleet):
+    path = fleet(workloads={"a.yaml": [workload_doc("a", gpu={"sharng": "MPS"})],
+                            "b.yaml": [workload_doc("b", replicas="two")]})
+    err = render_rejected(path)
+    assert "a.yaml" in err and "b.yaml" in err
+
+
+def test_fleet_without_clusters(tmp_path):
+    (tmp_path / "f" / "workloads").mkdir(parents=True)
+    render_rejected(tmp_path / "f", "fleet has no clusters/*.yaml")
+
+
+def test_missing_fleet_directory(tmp_path):
+    render_rejected(tmp_path / "nope", "fleet directory does not exist")

@@ -1,0 +1,162 @@
+"""The rendered tree: golden files, determinism, atomic writes, stale files, kustomize."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+import compiler.emit.tree as tree
+from conftest import EXAMPLES, GOLDEN, REPO, cluster_doc, gpuc, workload_doc
+
+REGENERATE = "gpuc render intents -o tests/golden"
+
+
+def read_tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def render(fleet_path: Path, out: Path, *extra: str) -> None:
+    result = gpuc("render", fleet_path, "-o", out, *extra)
+    assert result.code == 0, result.err
+
+
+def test_example_fleet_matches_golden_files(tmp_path):
+    render(EXAMPLES, tmp_path / "out")
+    actual, golden = read_tree(tmp_path / "out"), read_tree(GOLDEN)
+    assert sorted(actual) == sorted(golden), f"file set changed; if intended, regenerate with `{REGENERATE}`"
+    changed = [name for name in golden if actual[name] != golden[name]]
+    assert not changed, f"rendered files differ from the golden files: {changed}; if intended, regenerate with `{REGENERATE}`"
+
+
+def test_render_is_byte_identical_across_runs_and_hash_seeds(tmp_path):
+    outs = []
+    for seed in ("0", "12345"):
+        out = tmp_path / f"out-{seed}"
+        env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=str(REPO))
+        subprocess.run([sys.executable, "-m", "compiler", "render", str(EXAMPLES), "-o", str(out)],
+                       check=True, env=env, capture_output=True)
+        outs.append(read_tree(out))
+    assert outs[0] == outs[1]
+
+
+def test_render_does_not_depend_on_directory_listing_order(tmp_path, monkeypatch):
+    render(EXAMPLES, tmp_path / "a")
+    original = pathlib.Path.glob
+    monkeypatch.setattr(pathlib.Path, "glob", lambda self, pattern: reversed(list(original(self, pattern))))
+    render(EXAMPLES, tmp_path / "b")
+    assert read_tree(tmp_path / "a") == read_tree(tmp_path / "b")
+
+
+def test_kubectl_kustomize_builds_every_cluster(tmp_path):
+    kubectl = shutil.which("kubectl")
+    assert kubectl, "kubectl is part of the machine image this project targets"
+    render(EXAMPLES, tmp_path / "out")
+    for cluster in ("prod-east", "staging", "lab"):
+        for sub in ("", "argocd"):
+            built = subprocess.run([kubectl, "kustomize", str(tmp_path / "out" / cluster / sub)], check=True,
+                                   capture_output=True, text=True).stdout
+            docs = [d for d in yaml.safe_load_all(built) if d]
+            listed = yaml.safe_load((tmp_path / "out" / cluster / sub / "kustomization.yaml").read_text())["resources"]
+            assert len(docs) == len(listed) > 0
+
+
+def test_one_file_per_object_listed_in_the_kustomization(tmp_path):
+    render(EXAMPLES, tmp_path / "out")
+    root = tmp_path / "out" / "prod-east"
+    listed = yaml.safe_load((root / "kustomization.yaml").read_text())["resources"]
+    on_disk = sorted(p.name for p in root.glob("*.yaml") if p.name not in ("kustomization.yaml", "node-labels.yaml"))
+    assert sorted(listed) == on_disk
+    for name in listed:
+        docs = list(yaml.safe_load_all((root / name).read_text()))
+        assert len(docs) == 1 and docs[0]["kind"]
+    waves = [int(yaml.safe_load((root / n).read_text())["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"]) for n in listed]
+    assert waves == sorted(waves), "kustomization lists objects in apply order"
+
+
+def test_stale_files_and_removed_clusters_disappear(fleet, tmp_path):
+    path = fleet(clusters=[cluster_doc("c1"), cluster_doc("c2")], workloads={"w.yaml": [workload_doc(gpu={"count": 1})]})
+    out = tmp_path / "out"
+    render(path, out)
+    old_claim = next((out / "c1").glob("3-resourceclaimtemplate-*"))
+    (out / "c1" / "stray.yaml").write_text("kind: Stray\n")
+    (out / "not-gpuc").mkdir()
+    (out / "not-gpuc" / "keep.txt").write_text("mine")
+    (path / "workloads" / "w.yaml").write_text(yaml.safe_dump(workload_doc(gpu={"count": 2})))
+    (path / "clusters" / "c2.yaml").unlink()
+    render(path, out)
+    assert not old_claim.exists() and not (out / "c1" / "stray.yaml").exists()
+    assert not (out / "c2").exists(), "a cluster removed from the fleet loses its rendered directory"
+    assert (out / "not-gpuc" / "keep.txt").read_text() == "mine", "directories gpuc did not write are left alone"
+    assert len(list((out / "c1").glob("3-resourceclaimtemplate-*"))) == 1
+
+
+def test_single_cluster_render_leaves_other_clusters(fleet, tmp_path):
+    path = fleet(clusters=[cluster_doc("c1"), cluster_doc("c2")])
+    out = tmp_path / "out"
+    render(path, out)
+    before = read_tree(out / "c2")
+    render(path, out, "--cluster", "c1")
+    assert read_tree(out / "c2") == before
+
+
+def test_failure_while_writing_leaves_the_previous_tree(fleet, tmp_path, monkeypatch):
+    path = fleet(clusters=[cluster_doc("c1"), cluster_doc("c2")], workloads={"w.yaml": [workload_doc()]})
+    out = tmp_path / "out"
+    render(path, out)
+    before = read_tree(out)
+    (path / "workloads" / "w.yaml").write_text(yaml.safe_dump(workload_doc(gpu={"count": 4})))
+    calls = {"n": 0}
+    real_fsync = os.fsync
+
+    def failing_fsync(fd):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise OSError(28, "No space left on device")
+        return real_fsync(fd)
+
+    monkeypatch.setattr(tree.os, "fsync", failing_fsync)
+    result = gpuc("render", path, "-o", out)
+    assert result.code == 2 and "No space left on device; the previous tree is unchanged" in result.err
+    assert read_tree(out) == before
+    assert not [p for p in out.iterdir() if p.name.startswith(tree.TMP_PREFIX)]
+
+
+def test_failure_while_swapping_restores_every_cluster(fleet, tmp_path, monkeypatch):
+    path = fleet(clusters=[cluster_doc("c1"), cluster_doc("c2")], workloads={"w.yaml": [workload_doc()]})
+    out = tmp_path / "out"
+    render(path, out)
+    before = read_tree(out)
+    (path / "workloads" / "w.yaml").write_text(yaml.safe_dump(workload_doc(gpu={"count": 4})))
+    real_rename = os.rename
+    failed = []
+
+    def failing_rename(src, dst):
+        if Path(dst) == out / "c2" and Path(src).parent.name == "new" and not failed:
+            failed.append(src)  # the new c2 cannot be moved in: c1 is already swapped, c2 moved aside
+            raise OSError(5, "I/O error")
+        return real_rename(src, dst)
+
+    monkeypatch.setattr(tree.os, "rename", failing_rename)
+    assert gpuc("render", path, "-o", out).code == 2
+    assert failed
+    assert read_tree(out) == before
+    assert not [p for p in out.iterdir() if p.name.startswith(tree.TMP_PREFIX)]
+
+
+def test_leftovers_of_a_killed_render_are_cleaned(fleet, tmp_path):
+    out = tmp_path / "out"
+    (out / (tree.TMP_PREFIX + "abc") / "new" / "c1").mkdir(parents=True)
+    render(fleet(), out)
+    assert sorted(p.name for p in out.iterdir()) == ["c1"]
+
+
+def test_rendered_files_carry_the_do_not_edit_marker(tmp_path):
+    render(EXAMPLES, tmp_path / "out")
+    for name in ("kustomization.yaml", "node-labels.yaml", "values/nvidia-dra-driver-gpu.yaml", "argocd/kustomization.yaml"):
+        assert (tmp_path / "out" / "prod-east" / name).read_text().startswith(tree.MARKER)

@@ -1,0 +1,97 @@
+"""Sizing for `count: auto` (DESIGN.md section 5) and `gpuc explain`."""
+
+from __future__ import annotations
+
+import json
+
+from compiler.plan.sizing import GIB
+from conftest import EXAMPLES, NIM_SECRETS, cluster_doc, compile_single, gpuc, nim_model, objects_of, workload_doc
+
+L40S = {"name": "l40s", "nodes": 2, "gpu": {"model": "L40S-48GB", "count": 4}}
+H100 = {"name": "h100", "nodes": 2, "gpu": {"model": "H100-80GB", "count": 8}}
+
+
+def plan_of(compiled, name="w1"):
+    return next(p for p in compiled.plan.workloads if p.name == name)
+
+
+def test_8b_arithmetic(fleet):
+    w = workload_doc(model=nim_model("8B", contextLength=8192, concurrency=8), secrets=NIM_SECRETS)
+    s = plan_of(compile_single(fleet(workloads={"w.yaml": [w]}))).sizing
+    assert s.weights == 19_200_000_000  # 8e9 x 2 B x 1.2
+    assert s.kv_per_token == 2 * 32 * 8 * 128 * 2 == 131_072
+    assert s.kv_cache == 131_072 * 8192 * 8 == 8 * GIB
+    assert s.need == 19_200_000_000 + 8 * GIB
+    assert s.count == 1
+
+
+def test_70b_needs_four_80gb_gpus(fleet):
+    w = workload_doc(model=nim_model("70B", contextLength=8192, concurrency=8), secrets=NIM_SECRETS)
+    compiled = compile_single(fleet(workloads={"w.yaml": [w]}))
+    plan = plan_of(compiled)
+    assert plan.sizing.need == 168_000_000_000 + 327_680 * 8192 * 8
+    assert plan.gpus == 4 and plan.tensor_parallelism == 4
+    assert plan.min_memory_gib == 45  # ceil(176.5 GiB / 4)
+    cache = objects_of(compiled, "NIMCache")[0]
+    assert cache["spec"]["source"]["ngc"]["model"]["tensorParallelism"] == "4"
+    rct = objects_of(compiled, "ResourceClaimTemplate")[0]
+    assert rct["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"][-1]["cel"]["expression"] == \
+        "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('45Gi')) >= 0"
+
+
+def test_precision_changes_the_count(fleet):
+    w = workload_doc(model=nim_model("70B", precision="fp8", contextLength=8192, concurrency=8), secrets=NIM_SECRETS)
+    assert plan_of(compile_single(fleet(workloads={"w.yaml": [w]}))).gpus == 2  # 84e9 B + 20 GiB = 98 GiB
+
+
+def test_sizing_uses_the_pools_that_can_serve_the_workload(fleet):
+    # The L40S pool (45 GiB GPUs) cannot hold an 8B model with a long context on one GPU; the H100 pool can,
+    # but the workload requires Ada Lovelace, so sizing must use the L40S only.
+    model = nim_model("8B", contextLength=32768, concurrency=8)  # 17.9 GiB weights + 32 GiB KV cache
+    ada = workload_doc("ada", model=model, secrets=NIM_SECRETS, gpu={"require": {"architecture": ["Ada Lovelace"]}})
+    anywhere = workload_doc("anywhere", model=model, secrets=NIM_SECRETS)
+    compiled = compile_single(fleet(clusters=[cluster_doc(pools=[H100, L40S])], workloads={"w.yaml": [ada, anywhere]}))
+    assert plan_of(compiled, "anywhere").gpus == 1
+    assert plan_of(compiled, "ada").gpus == 2
+    assert any("too big for the largest GPU (45.0 GiB, pool l40s)" in step for step in plan_of(compiled, "ada").sizing.steps)
+
+
+def test_share_group_members_are_sized_together(fleet):
+    members = [workload_doc(n, model=nim_model(p, contextLength=4096, concurrency=4), secrets=NIM_SECRETS,
+                            gpu={"sharing": "TimeSlicing", "shareGroup": "g"}) for n, p in (("a", "1B"), ("b", "8B"))]
+    compiled = compile_single(fleet(workloads={"w.yaml": members}))
+    a, b = plan_of(compiled, "a"), plan_of(compiled, "b")
+    assert a.sizing.total_need == b.sizing.total_need == a.sizing.need + b.sizing.need
+    assert a.min_memory_gib == b.min_memory_gib
+    claim = objects_of(compiled, "ResourceClaim")[0]
+    expr = claim["spec"]["devices"]["requests"][0]["exactly"]["selectors"][0]["cel"]["expression"]
+    assert f"quantity('{a.min_memory_gib}Gi')" in expr
+
+
+def test_explicit_count_that_is_too_small_warns(fleet):
+    w = workload_doc(model=nim_model("70B"), secrets=NIM_SECRETS, gpu={"count": 1})
+    result = gpuc("validate", fleet(workloads={"w.yaml": [w]}))
+    assert result.code == 0
+    assert "warning: spec.gpu.count: the model needs" in result.err and "use count: auto" in result.err
+
+
+def test_explain_shows_the_arithmetic():
+    result = gpuc("explain", EXAMPLES, "nim-service/llama-70b")
+    assert result.code == 0, result.err
+    out = result.out
+    assert "## cluster prod-east: Kubernetes 1.34 (resource.k8s.io/v1), DRA driver 25.12.0" in out
+    assert "weights  = 70e9 x 2 B x 1.2 overhead = 156.5 GiB" in out
+    assert "KV cache = 327,680 B x 8,192 tokens x 8 sequences = 20.0 GiB" in out
+    assert "2 GPU(s): 88.2 GiB each -> too big for the largest GPU (79.6 GiB, pool h100)" in out
+    assert "4 GPU(s): 44.1 GiB each -> fits pool h100" in out
+    assert "=> 4 GPU(s) per replica" in out and 'tensorParallelism "4"' in out
+    assert "- a100-mig: GPUs are in static MIG mode" in out
+    assert "NIMService nim-service/llama-70b" in out
+
+
+def test_explain_json_and_unknown_workload():
+    data = json.loads(gpuc("explain", EXAMPLES, "llama-8b-chat", "--output", "json").out)
+    assert data["clusters"][0]["gpusPerReplica"] == 1
+    assert data["clusters"][0]["claim"]["kind"] == "ResourceClaimTemplate"
+    result = gpuc("explain", EXAMPLES, "llama-9b")
+    assert result.code == 2 and "no workload named 'llama-9b'" in result.err
