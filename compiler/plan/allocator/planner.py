@@ -21,7 +21,7 @@ from ..inventory import Inventory
 from .candidates import DeviceIndex
 from .pods import Pod, PodClaim
 from .reasons import explain
-from .requests import ClaimError, DeviceClass
+from .requests import EXACT_COUNT, ClaimError, DeviceClass
 from .result import AllocationPlan, PlacedClaim, PlacedDevice, PodOutcome, PoolUsage
 from .search import AllocationError, allocate_on_node
 from .state import AllocationState, ClaimResult
@@ -54,8 +54,8 @@ class Planner:
         self.index = DeviceIndex(inventory, classes)
         self.state = AllocationState(inventory)
         self.nodes = [n.name for n in inventory.nodes]
-        self._cursor: dict[tuple[str, ...], int] = {}
-        self._why: dict[tuple[str, ...], str] = {}
+        self._cursor: dict[tuple, int] = {}
+        self._why: dict[tuple, str] = {}
 
     def place(self, pod: Pod) -> PodOutcome:
         broken = next((c for c in pod.claims if c.spec is None), None)
@@ -71,9 +71,13 @@ class Planner:
         shape = tuple(_shape(c) for c in todo)
         start = 0 if pinned else self._cursor.get(shape, 0)
         candidates = sorted(pinned) if pinned else self.nodes[start:]
+        needed = _free_devices_needed(todo)
         try:
             for node in candidates:
-                results = allocate_on_node(node, todo, self.index, self.state)
+                if self.state.free_on(node) < needed:
+                    results = None  # not enough free devices of any kind: no search can succeed
+                else:
+                    results = allocate_on_node(node, todo, self.index, self.state)
                 if results is not None:
                     self.state.commit(results)
                     return self._outcome(pod, node, done + results)
@@ -86,9 +90,9 @@ class Planner:
             node = next(iter(pinned))
             return self._failed(pod, f"it must run on node {node}, where its shared claim is allocated, but "
                                      + explain(pod.workload.split("/")[-1], todo, [node], self.index, self.state))
-        if shape not in self._why:
-            self._why[shape] = explain(pod.workload.split("/")[-1], todo, self.nodes, self.index, self.state)
-        return self._failed(pod, self._why[shape])
+        if shape not in self._why:  # worded once per shape, with a placeholder for the workload's name
+            self._why[shape] = explain(_WHO, todo, self.nodes, self.index, self.state)
+        return self._failed(pod, self._why[shape].replace(_WHO, pod.workload.split("/")[-1]))
 
     def _outcome(self, pod: Pod, node: str, results: list[ClaimResult]) -> PodOutcome:
         order = {c.key: i for i, c in enumerate(pod.claims)}
@@ -99,9 +103,22 @@ class Planner:
         return PodOutcome(pod.workload, pod.name, pod.replica, pod.rank, None, reason=reason, error=error, origin=pod.origin)
 
 
-def _shape(claim: PodClaim) -> str:
-    """Pods whose unallocated claims come from the same objects behave the same on every node."""
-    return claim.key if claim.shared else f"{claim.source}#{claim.label}"
+_WHO = "\x00workload\x00"
+
+
+def _free_devices_needed(claims: list[PodClaim]) -> int:
+    """A lower bound of the free devices a node needs for `claims` (admin access needs none)."""
+    total = 0
+    for claim in claims:
+        for request in claim.spec.requests:  # type: ignore[union-attr]
+            total += min(0 if o.admin_access else (o.count if o.mode == EXACT_COUNT else 1) for o in request.options)
+    return total
+
+
+def _shape(claim: PodClaim) -> object:
+    """Pods whose unallocated claims have equal specs behave the same on every node (claims of different
+    templates included); a shared claim is its own shape."""
+    return ("shared", claim.key) if claim.shared else claim.spec
 
 
 OTHER_NODES = "(other nodes)"

@@ -54,6 +54,19 @@ def _need(option: Option) -> int:
     return option.count if option.mode != ALL else 1
 
 
+def _counts(index: DeviceIndex, state: AllocationState, option: Option, nodes: list[str]) -> tuple[Counter, Counter]:
+    """Per node of `nodes`: how many devices the option selects, and how many of those are free."""
+    match = index.match(option)
+    if match.floating:  # node-independent devices: ask node by node
+        return (Counter({n: len(index.candidates(option, n)) for n in nodes}),
+                Counter({n: len(_free(index, state, option, n)) for n in nodes}))
+    scope = set(nodes)
+    node_of, in_use = index.node_of, state.in_use
+    per_node = Counter(node_of[d] for d in match.devices if node_of[d] in scope)
+    free = Counter(node_of[d] for d in match.devices if node_of[d] in scope and (option.admin_access or not in_use[d]))
+    return per_node, free
+
+
 def _free(index: DeviceIndex, state: AllocationState, option: Option, node: str) -> list[int]:
     candidates = index.candidates(option, node)
     return list(candidates) if option.admin_access else [d for d in candidates if not state.in_use[d]]
@@ -116,15 +129,14 @@ def _option_problem(who: str, option: Option, nodes: list[str], index: DeviceInd
         return f"{what}: DeviceClass '{option.device_class}' " + _culprit(cls.selectors, everything, index).replace("selector", "has selector", 1)
     if not match.devices:
         return f"{what}: " + _culprit(option.selectors, base, index)
-    per_node = {n: len(index.candidates(option, n)) for n in nodes}
+    per_node, free = _counts(index, state, option, nodes)
     best = max(per_node.values(), default=0)
     if best < need:
         return (f"{what} needs {_devices(need)} on one node, but the {len(match.devices)} matching devices are at most "
                 f"{best} per node")
     if option.mode == ALL:
-        whole = [n for n in nodes if per_node[n] and len(_free(index, state, option, n)) == per_node[n]]
+        whole = [n for n in nodes if per_node[n] and free[n] == per_node[n]]
         return "" if whole else f"{what} asks for all matching devices of a node, and every node that has some has one in use"
-    free = {n: len(_free(index, state, option, n)) for n in nodes}
     top = max(free.values(), default=0)
     if top < need:
         used = sum(1 for d in match.devices if state.in_use[d])

@@ -34,6 +34,19 @@ class AllocationState:
         self.in_use = bytearray(len(inventory.devices))
         self.pinned: dict[str, ClaimResult] = {}  # shared claim key -> its allocation
         self._counters: dict[int, dict[str, dict[str, int | Fraction]]] = {}
+        # Devices not in use, per node they are bound to (None: node-independent slices), any driver: a node
+        # with fewer than a pod needs is skipped without a search.
+        self._free: dict[str | None, int] = {}
+        for device in inventory.devices:
+            node = self._node(device)
+            self._free[node] = self._free.get(node, 0) + 1
+
+    def _node(self, device) -> str | None:
+        return device.node_name or self.inventory.slices[device.slice_index].node_name
+
+    def free_on(self, node: str) -> int:
+        """An upper bound of the devices still free for a pod on `node`."""
+        return self._free.get(node, 0) + self._free.get(None, 0)
 
     def counters(self, slice_index: int) -> dict[str, dict[str, int | Fraction]]:
         """What is left of a slice's shared counters (counter sets are per slice in 1.34)."""
@@ -51,6 +64,7 @@ class AllocationState:
                     continue  # admin access is not an allocation others have to respect
                 self.in_use[picked.device] = 1
                 device = devices[picked.device]
+                self._free[self._node(device)] -= 1
                 for use in device.consumes:
                     left = self.counters(device.slice_index).get(use.counter_set)
                     if left is not None:
