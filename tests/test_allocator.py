@@ -280,3 +280,14 @@ def test_mig_mix_message_names_the_mix(fleet):
     assert failed.reason == ("MIG mix of z-probe needs 3g.40gb + 1g.10gb on one GPU: no GPU has all of them free "
                              "(closest: one on a100-0 lacks 1g.10gb)")
     assert failed.diagnostic("c1").render().startswith("workloads/w.yaml:")
+
+
+def test_each_unplaceable_pod_is_explained_in_its_own_workloads_name(fleet):
+    pools = [{"name": "l4", "nodes": 1, "gpu": {"model": "L4-24GB", "count": 1}}]
+    shared = {"count": 1, "sharing": "TimeSlicing", "shareGroup": "g"}
+    workloads = {"w.yaml": [workload_doc("a-filler", gpu={"count": 1}), workload_doc("b-one", gpu=shared),
+                            workload_doc("c-two", gpu=shared)]}
+    compiled = compile_single(fleet(clusters=[cluster_doc(pools=pools)], workloads=workloads))
+    plan = plan_cluster_allocation(compiled, synthesize_for(compiled))
+    assert [p.pod for p in plan.unplaced] == ["b-one-0", "c-two-0"]
+    assert [p.reason.split(" needs")[0] for p in plan.unplaced] == ["request 'gpu' of b-one", "request 'gpu' of c-two"]
