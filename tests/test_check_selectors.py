@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from check_support import damage, damageable, json_values, manifest_paths
 from conftest import EXAMPLES, cluster_doc, compile_single, workload_doc
 
 from compiler.check.selectors import check_selectors
 from compiler.pipeline import compile_fleet
+from compiler.plan.allocator import plan_cluster_allocation
 from compiler.plan.inventory import synthesize_for
 
 CEL_FILE = "workloads/w.yaml"
@@ -98,3 +102,22 @@ def test_mig_profile_selectors_are_checked_on_mig_devices(fleet):
     assert d.path == "spec.gpu.require.cel[0]"
     # the 3g.40gb sits at memory slices 4-7: it has no memorySlice0 capacity, and reading it is an error
     assert "fails on every one of the 1 devices gpu.nvidia.com/gpu-0-mig-3g40gb-9-4: no such key: 'memorySlice0'" in d.message
+
+
+PROD = compile_fleet(EXAMPLES).clusters["prod-east"]
+# cel-python raises the recursion limit when its environment is first built: do that before hypothesis runs.
+assert check_selectors(PROD, synthesize_for(PROD)) == []
+DRA_OBJECTS = [i for i, o in enumerate(PROD.objects) if o.kind in ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate")]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pick=st.integers(0, 10**6), where=st.integers(0, 10**6), value=json_values(40), delete=st.booleans())
+def test_damaged_claims_and_classes_never_crash_the_check_or_the_plan(pick, where, value, delete):
+    compiled = damageable(PROD)
+    obj = compiled.objects[DRA_OBJECTS[pick % len(DRA_OBJECTS)]]
+    paths = [p for p in manifest_paths(obj.manifest.get("spec")) if p]
+    damage(obj.manifest, ("spec",) + paths[where % len(paths)], value, delete)
+    inventory = synthesize_for(compiled)
+    assert all(d.file and d.message for d in check_selectors(compiled, inventory))
+    plan = plan_cluster_allocation(compiled, inventory)
+    assert all(p.placed or p.reason for p in plan.pods)

@@ -19,7 +19,7 @@ from ..lower import selectors as sel
 from ..lower.graph import CompiledCluster, KubeObject
 from ..plan.allocator.pods import device_classes
 from ..plan.allocator.reasons import pretty, values_hint
-from ..plan.allocator.requests import ClaimError, DeviceClass, parse_claim_spec
+from ..plan.allocator.requests import ClaimError, DeviceClass, parse_claim_spec, parse_device_class
 from ..plan.inventory import Device, Inventory, published
 from ..validate.intents import Require
 
@@ -150,17 +150,20 @@ class _Checker:
         return found
 
     def device_class(self, obj: KubeObject) -> None:
-        texts = tuple(s["cel"]["expression"] for s in (obj.manifest.get("spec") or {}).get("selectors") or [])
-        self.chain(obj, f"DeviceClass {obj.name}", texts, self.devices)
+        try:
+            cls = parse_device_class(obj.manifest)
+        except ClaimError:
+            return  # a malformed class is the schema and DRA-limit checks' finding
+        self.chain(obj, f"DeviceClass {obj.name}", cls.selectors, self.devices)
 
     def claim(self, obj: KubeObject) -> None:
         name = f"{obj.kind} {obj.namespace}/{obj.name}"
-        spec = obj.manifest["spec"]["spec"] if obj.kind == "ResourceClaimTemplate" else obj.manifest["spec"]
+        body = obj.manifest.get("spec")
+        spec = body.get("spec") if obj.kind == "ResourceClaimTemplate" and isinstance(body, dict) else body
         try:
             claim = parse_claim_spec(spec)
-        except ClaimError as exc:
-            self.add(obj.origin, ("spec", "gpu"), f"{name}: {exc}")
-            return
+        except ClaimError:
+            return  # a malformed claim is the schema and DRA-limit checks' finding
         for request in claim.requests:
             for option in request.options:
                 label = f"{name} request '{option.name}'"

@@ -60,7 +60,10 @@ def device_classes(compiled) -> dict[str, DeviceClass]:
                if enabled[c.resources]}
     for obj in compiled.objects:
         if obj.kind == "DeviceClass":
-            cls = parse_device_class(obj.manifest)
+            try:
+                cls = parse_device_class(obj.manifest)
+            except ClaimError:
+                continue  # a class the API server would refuse does not exist for the allocator either
             classes[cls.name] = cls
     return classes
 
@@ -83,7 +86,8 @@ def cluster_pods(compiled) -> list[Pod]:
         obj = objects[(ref.kind, ref.namespace, ref.name)]
         source = f"{ref.kind} {ref.namespace}/{ref.name}"
         shared = ref.kind == "ResourceClaim"
-        spec, error = _parse(source, obj.manifest["spec"] if shared else obj.manifest["spec"]["spec"])
+        body = obj.manifest.get("spec")
+        spec, error = _parse(source, body if shared or not isinstance(body, dict) else body.get("spec"))
         channel_template = compiled.channels.get(key)
         workload = plan.workload
         nodes = workload.spec.gpu.multi_node.nodes if workload.spec.gpu.multi_node else 1

@@ -69,66 +69,86 @@ class DeviceClass:
     selectors: tuple[str, ...]
 
 
+def _mapping(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ClaimError(f"{where} must be a mapping")
+    return value
+
+
+def _items(value: Any, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ClaimError(f"{where} must be a list")
+    return value
+
+
 def _selectors(raw: Any, where: str) -> tuple[str, ...]:
     out = []
-    for i, s in enumerate(raw or []):
-        expression = s.get("cel", {}).get("expression") if isinstance(s, dict) else None
+    for i, s in enumerate(_items(raw, f"{where}.selectors")):
+        cel = s.get("cel") if isinstance(s, dict) else None
+        expression = cel.get("expression") if isinstance(cel, dict) else None
         if not isinstance(expression, str):
             raise ClaimError(f"{where}.selectors[{i}] has no cel.expression")
         out.append(expression)
     return tuple(out)
 
 
-def _option(name: str, body: dict[str, Any], where: str, allow_admin: bool) -> Option:
+def _option(name: str, body: Any, where: str, allow_admin: bool) -> Option:
+    body = _mapping(body, where)
     if body.get("capacity"):
         raise ClaimError(f"{where}.capacity needs the DRAConsumableCapacity feature gate (alpha, off in Kubernetes 1.34)")
     device_class = body.get("deviceClassName")
-    if not device_class:
+    if not isinstance(device_class, str) or not device_class:
         raise ClaimError(f"{where}.deviceClassName is required")
     mode = body.get("allocationMode") or EXACT_COUNT
     if mode not in (EXACT_COUNT, ALL):
-        raise ClaimError(f"{where}.allocationMode '{mode}' is not ExactCount or All")
-    count = body.get("count") or (1 if mode == EXACT_COUNT else 0)
+        raise ClaimError(f"{where}.allocationMode {mode!r} is not ExactCount or All")
     if mode == ALL and body.get("count"):
         raise ClaimError(f"{where}.count must be unset with allocationMode All")
-    if not isinstance(count, int) or count < 0:
+    count = body.get("count") or (1 if mode == EXACT_COUNT else 0)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
         raise ClaimError(f"{where}.count must be a positive integer")
-    admin = bool(body.get("adminAccess"))
+    admin = body.get("adminAccess") is True
     if admin and not allow_admin:
         raise ClaimError(f"{where}.adminAccess is not allowed on a firstAvailable subrequest")
     return Option(name, device_class, _selectors(body.get("selectors"), where), mode, count, admin)
 
 
-def _request(raw: dict[str, Any], where: str) -> Request:
+def _request(raw: Any, where: str) -> Request:
+    raw = _mapping(raw, where)
     name = raw.get("name")
     if not isinstance(name, str) or not name:
         raise ClaimError(f"{where}.name is required")
-    alternatives = raw.get("firstAvailable")
+    alternatives = _items(raw.get("firstAvailable"), f"{where}.firstAvailable")
     if alternatives:
-        options = tuple(_option(f"{name}/{sub.get('name')}", sub, f"{where}.firstAvailable[{i}]", allow_admin=False)
-                        for i, sub in enumerate(alternatives))
+        options = tuple(_option(f"{name}/{_mapping(sub, f'{where}.firstAvailable[{i}]').get('name')}", sub,
+                                f"{where}.firstAvailable[{i}]", allow_admin=False) for i, sub in enumerate(alternatives))
         return Request(name, options)
-    body = raw.get("exactly") if "exactly" in raw else raw  # v1beta1 writes the fields on the request
-    return Request(name, (_option(name, body, where + (".exactly" if "exactly" in raw else ""), allow_admin=True),))
+    if "exactly" in raw:
+        return Request(name, (_option(name, raw["exactly"], where + ".exactly", allow_admin=True),))
+    return Request(name, (_option(name, raw, where, allow_admin=True),))  # v1beta1 writes the fields on the request
 
 
-def parse_claim_spec(spec: dict[str, Any]) -> ClaimSpec:
+def parse_claim_spec(spec: Any) -> ClaimSpec:
     """`spec` of a ResourceClaim (the inner `spec.spec` of a template), any resource.k8s.io version."""
-    devices = spec.get("devices") or {}
-    requests = tuple(_request(r, f"spec.devices.requests[{i}]") for i, r in enumerate(devices.get("requests") or []))
+    devices = _mapping(_mapping(spec, "spec").get("devices") or {}, "spec.devices")
+    requests = tuple(_request(r, f"spec.devices.requests[{i}]") for i, r in enumerate(_items(devices.get("requests"), "spec.devices.requests")))
     names = {r.name for r in requests} | {o.name for r in requests for o in r.options}
     constraints = []
-    for i, c in enumerate(devices.get("constraints") or []):
+    for i, c in enumerate(_items(devices.get("constraints"), "spec.devices.constraints")):
         where = f"spec.devices.constraints[{i}]"
+        c = _mapping(c, where)
         if c.get("distinctAttribute"):
             raise ClaimError(f"{where}.distinctAttribute needs the DRAConsumableCapacity feature gate (alpha, off in Kubernetes 1.34)")
         attribute = c.get("matchAttribute")
         if not isinstance(attribute, str) or "/" not in attribute:
             raise ClaimError(f"{where}.matchAttribute must be a fully qualified attribute name (domain/name)")
-        unknown = [r for r in c.get("requests") or [] if r not in names]
+        listed = _items(c.get("requests"), f"{where}.requests")
+        unknown = [str(r) for r in listed if not isinstance(r, str) or r not in names]
         if unknown:
             raise ClaimError(f"{where}.requests names unknown request(s) {', '.join(unknown)}")
-        constraints.append(Constraint(attribute, frozenset(c.get("requests") or ())))
+        constraints.append(Constraint(attribute, frozenset(listed)))
     claim = ClaimSpec(requests, tuple(constraints))
     limit = dra_limits()["devicesPerClaim"]
     if claim.min_devices > limit:
@@ -138,4 +158,6 @@ def parse_claim_spec(spec: dict[str, Any]) -> ClaimSpec:
 
 def parse_device_class(manifest: dict[str, Any]) -> DeviceClass:
     name = manifest["metadata"]["name"]
-    return DeviceClass(name, _selectors((manifest.get("spec") or {}).get("selectors"), f"DeviceClass {name} spec"))
+    spec = manifest.get("spec")
+    return DeviceClass(name, _selectors(_mapping(spec, f"DeviceClass {name} spec").get("selectors") if spec is not None else None,
+                                        f"DeviceClass {name} spec"))
