@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import kubernetes_validate
 import pytest
 import yaml
 from conftest import SLICES_FIXTURE as FIXTURE, SLICES_FIXTURE_POOLS, cluster_doc, compile_single
@@ -29,6 +30,11 @@ def load(fleet, path: Path = FIXTURE):
 def fixture_line(text: str, needle: str, after: int = 0) -> int:
     lines = FIXTURE.read_text().splitlines()
     return next(i + 1 for i, line in enumerate(lines) if i >= after and needle in line)
+
+
+def test_the_fixture_is_what_a_1_34_api_server_serves():
+    for item in yaml.safe_load(FIXTURE.read_text())["items"]:
+        kubernetes_validate.validate(item, "1.34.0", strict=True)
 
 
 def test_loads_an_exported_list(fleet):
