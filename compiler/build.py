@@ -20,6 +20,7 @@ from .check.run import OutputRejected, check_cluster, cluster_catalog
 from .diagnostics import Diagnostic, InfeasibleError, InputError
 from .emit.tree import cluster_files, unchanged_files
 from .pipeline import compile_cluster, validate_fleet
+from .plan.allocator import plan_cluster_allocation
 from .validate.documents import Fleet
 from .validate.resolved import ResolvedCluster
 
@@ -35,8 +36,9 @@ class ClusterBuild:
     releases: int = 0
     checked: int = 0  # objects the checks saw (Argo CD Applications included)
     warnings: list[Diagnostic] = field(default_factory=list)
-    infeasible: list[Diagnostic] = field(default_factory=list)  # plan findings: the cluster was not compiled
+    infeasible: list[Diagnostic] = field(default_factory=list)  # sizing or placement findings (exit 1)
     rejected: list[Diagnostic] = field(default_factory=list)  # check findings: the API server would refuse output
+    unplaced: int = 0  # pods the allocator could not place
 
 
 @dataclass
@@ -51,8 +53,12 @@ class FleetBuild:
         rejected = [d for c in self.clusters for d in c.rejected]
         if rejected:
             raise OutputRejected(sorted(set(infeasible + rejected + self.warnings)))
+        unplaced = sum(c.unplaced for c in self.clusters)
         if infeasible:
-            raise InfeasibleError(sorted(set(infeasible + self.warnings)))
+            summary = ([Diagnostic(str(self.fleet.root), 0, "(plan)", f"{unplaced} pod(s) cannot be placed, so nothing was rendered",
+                                   "`gpuc plan FLEET` shows every placement; fix the intents, or pass --allow-infeasible to render anyway")]
+                       if unplaced else [])
+            raise InfeasibleError(sorted(set(infeasible + self.warnings)) + summary)
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,7 @@ class _Job:
     clusters: dict[str, ResolvedCluster]
     options: CheckOptions
     previous_root: Path | None
+    placement: str  # "gate": unplaceable pods fail the build; "warn": they are warnings; "skip": no planning
 
 
 _JOB: _Job | None = None  # set before forking; the workers inherit it
@@ -85,6 +92,14 @@ def build_cluster(name: str) -> ClusterBuild:
     result.checked = len(ctx.objects)
     for d in check_cluster(ctx):
         (result.rejected if d.severity == "error" else result.warnings).append(d)
+    if job.placement != "skip" and not result.rejected:
+        plan = plan_cluster_allocation(compiled, ctx.device_inventory())
+        problems = plan.diagnostics()
+        result.unplaced = len(plan.unplaced)
+        if job.placement == "gate":
+            result.infeasible.extend(problems)
+        else:
+            result.warnings.extend(Diagnostic(d.file, d.line, d.path, d.message, d.hint, "warning") for d in problems)
     return result
 
 
@@ -98,15 +113,19 @@ def _workers(fleet: Fleet, clusters: list[str], jobs: int | None) -> int:
 
 
 def build_fleet(root: str | os.PathLike[str], only: str | None = None, options: CheckOptions = CheckOptions(),
-                previous_root: Path | None = None, jobs: int | None = None) -> FleetBuild:
-    """Validate the fleet, then build every cluster (or just `only`); raises InputError for bad input."""
+                previous_root: Path | None = None, jobs: int | None = None, placement: str = "gate") -> FleetBuild:
+    """Validate the fleet, then build every cluster (or just `only`); raises InputError for bad input.
+
+    `placement`: "gate" plans every pod on the cluster's inventory and fails on unplaceable pods (render),
+    "warn" reports them as warnings (render --allow-infeasible), "skip" does not plan.
+    """
     global _JOB
     fleet, resolved, warnings = validate_fleet(root)
     if only is not None and only not in resolved:
         raise InputError([Diagnostic(str(root), 0, "--cluster", f"no cluster named '{only}' in the fleet",
                                      f"clusters: {', '.join(resolved)}")])
     names = [n for n in resolved if only is None or n == only]
-    _JOB = _Job(fleet, resolved, options, previous_root)
+    _JOB = _Job(fleet, resolved, options, previous_root, placement)
     try:
         workers = _workers(fleet, names, jobs)
         if workers == 1:

@@ -44,13 +44,13 @@ def _guarded(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Nam
     return wrapper
 
 
-def _build(args: argparse.Namespace, only: str | None, previous: Path | None):
-    """Compile, emit and check every cluster; raises on bad input (2), infeasible or refused output (1)."""
+def _build(args: argparse.Namespace, only: str | None, previous: Path | None, placement: str):
+    """Compile, emit, check and (placement) plan every cluster; raises on bad input (2), infeasible or refused output (1)."""
     from .build import build_fleet
     from .check.model import CheckOptions
 
     options = CheckOptions(tuple(Path(d) for d in args.crds or ()), args.require_crds, args.allow_replace)
-    built = build_fleet(args.fleet, only, options, previous, args.jobs)
+    built = build_fleet(args.fleet, only, options, previous, args.jobs, placement)
     built.raise_if_failed()
     return built
 
@@ -62,7 +62,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.previous is not None and not Path(args.previous).is_dir():
         raise InputError([Diagnostic(str(args.previous), 0, "--previous", "directory does not exist",
                                      "pass the output directory of an earlier `gpuc render`")])
-    built = _build(args, None, Path(args.previous) if args.previous else None)
+    built = _build(args, None, Path(args.previous) if args.previous else None, placement="skip")
     checked = {c.name: c.checked for c in built.clusters}
     if args.output == "json":
         print(json.dumps({"ok": True, "clusters": sorted(checked), "checkedObjects": checked,
@@ -75,11 +75,35 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+class _Progress:
+    """`placing pods on <cluster>: n/total` on a terminal, for plans long enough to notice."""
+
+    MIN_PODS = 2000
+
+    def __init__(self, cluster: str) -> None:
+        self.cluster = cluster
+        self.shown = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        if total < self.MIN_PODS:
+            return
+        step = done * 100 // total
+        if step != self.shown:
+            self.shown = step
+            print(f"\rplacing pods on {self.cluster}: {done}/{total}", end="" if done < total else "\n",
+                  file=sys.stderr, flush=True)
+
+
+def _progress_for(cluster: str):
+    return _Progress(cluster) if sys.stderr.isatty() else None
+
+
 @_guarded
 def cmd_render(args: argparse.Namespace) -> int:
     from .emit.tree import write_tree
 
-    built = _build(args, args.cluster, Path(args.out))  # the tree about to be replaced is the previous state
+    # the tree about to be replaced is the previous state
+    built = _build(args, args.cluster, Path(args.out), placement="warn" if args.allow_infeasible else "gate")
     trees = {c.name: c.files for c in built.clusters}
     try:
         write_tree(Path(args.out), trees, prune_other_clusters=args.cluster is None,
@@ -111,6 +135,46 @@ def cmd_explain(args: argparse.Namespace) -> int:
                                      f"workloads: {', '.join(names)}")])
     data = explain_data(compilation, args.workload)
     print(json.dumps(data, indent=2) if args.output == "json" else explain_text(data), end="" if args.output != "json" else "\n")
+    return EXIT_OK
+
+
+@_guarded
+def cmd_plan(args: argparse.Namespace) -> int:
+    from .diagnostics import Diagnostic, InputError
+    from .emit.plan_report import plan_text
+    from .pipeline import compile_fleet
+    from .plan.allocator import plan_compilation
+
+    compilation = compile_fleet(args.fleet, args.cluster)
+    if args.slices and len(compilation.clusters) != 1:
+        raise InputError([Diagnostic(str(args.slices), 0, "--slices", "a slices file describes one cluster",
+                                     f"add --cluster (clusters: {', '.join(compilation.clusters)})")])
+    plans = plan_compilation(compilation, args.slices, progress=_progress_for)
+    feasible = all(p.feasible for p in plans)
+    if args.output == "json":
+        print(json.dumps({"ok": feasible, "clusters": [p.as_dict() for p in plans],
+                          "warnings": [w.as_dict() for w in compilation.warnings]}, indent=2))
+    else:
+        _print_diagnostics(compilation.warnings + [w for p in plans for w in p.warnings], False)
+        print("\n".join(plan_text(p) for p in plans), end="")
+    return EXIT_OK if feasible else EXIT_FINDINGS
+
+
+@_guarded
+def cmd_inventory(args: argparse.Namespace) -> int:
+    from .emit.yaml_out import dump
+    from .pipeline import compile_fleet
+    from .plan.inventory import synthesize_for
+    from .plan.inventory.bulk import bulk_objects
+    from .plan.inventory.codec import inventory_list
+
+    compilation = compile_fleet(args.fleet, args.cluster)
+    compiled = compilation.clusters[args.cluster]
+    source = f"synthesized by gpuc from {compiled.cluster.intent.ref}"
+    with bulk_objects():
+        listing = inventory_list(synthesize_for(compiled), {"gpuc.dev/source": source})
+    _print_diagnostics(compilation.warnings, args.output == "json")
+    print(json.dumps(listing, indent=2) if args.output == "json" else dump(listing), end="\n" if args.output == "json" else "")
     return EXIT_OK
 
 
@@ -173,6 +237,14 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("-o", "--out", required=True, help="output directory (one sub-directory per cluster)")
     render.add_argument("--cluster", help="render only this cluster")
     add_checks(render)
+    render.add_argument("--allow-infeasible", action="store_true",
+                        help="render even when some pods cannot be placed on the cluster's synthesized inventory")
+    plan = add("plan", cmd_plan, "place every pod's claims on the cluster's devices, offline, like the scheduler")
+    plan.add_argument("--cluster", help="plan only this cluster")
+    plan.add_argument("--slices", metavar="FILE",
+                      help="the cluster's real ResourceSlices (kubectl get resourceslices -o yaml) instead of synthesized ones")
+    inventory = add("inventory", cmd_inventory, "print the ResourceSlices the cluster's DRA driver would publish")
+    inventory.add_argument("--cluster", required=True, help="the cluster")
     explain = add("explain", cmd_explain, "show sizing, pools and objects behind one workload")
     explain.add_argument("workload", metavar="WORKLOAD", help="workload name or namespace/name")
     diff = add("diff", cmd_diff, "explain what an intent change does to each cluster (Markdown for a PR comment)",

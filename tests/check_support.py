@@ -75,3 +75,35 @@ def previous_of(compiled) -> dict:
 def claim_devices(obj) -> dict:
     spec = obj.manifest["spec"]
     return spec["spec"]["devices"] if obj.kind == "ResourceClaimTemplate" else spec["devices"]
+
+
+def json_values(max_int: int = 2**40):
+    """Any JSON value a damaged manifest might hold (hypothesis strategy)."""
+    from hypothesis import strategies as st
+
+    return st.recursive(
+        st.none() | st.booleans() | st.integers(-max_int, max_int) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+        max_leaves=6)
+
+
+def manifest_paths(value, path=()):
+    """Every path into a manifest, the manifest itself first."""
+    yield path
+    if isinstance(value, dict):
+        for key, child in value.items():
+            yield from manifest_paths(child, path + (key,))
+    elif isinstance(value, list):
+        for i, child in enumerate(value):
+            yield from manifest_paths(child, path + (i,))
+
+
+def damage(manifest: dict, path: tuple, value: Any, delete: bool) -> None:
+    """Replace (or, inside a mapping, delete) the value at `path` of `manifest`."""
+    parent = manifest
+    for part in path[:-1]:
+        parent = parent[part]
+    if delete and isinstance(parent, dict):
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = value

@@ -62,6 +62,16 @@ def cluster_doc(name: str = "c1", kubernetes: str = "1.34", driver: str = "25.12
     return doc
 
 
+# tests/fixtures/resourceslices-v1.yaml is a hand-written `kubectl get resourceslices -o yaml` export of a small
+# real cluster; this is the Cluster intent that describes it.
+SLICES_FIXTURE = Path(__file__).parent / "fixtures" / "resourceslices-v1.yaml"
+SLICES_FIXTURE_POOLS = [
+    {"name": "h100", "nodes": 2, "gpu": {"model": "H100-80GB", "count": 4}, "nodeNames": ["ip-10-0-1-17", "ip-10-0-1-18"]},
+    {"name": "a100", "nodes": 1, "gpu": {"model": "A100-80GB", "count": 1}, "mig": {"layout": "all-balanced"},
+     "nodeNames": ["ip-10-0-2-40"]},
+]
+
+
 def workload_doc(name: str = "w1", namespace: str = "team", **spec: Any) -> dict:
     return {"apiVersion": "gpuc.dev/v1alpha1", "kind": "GpuWorkload",
             "metadata": {"name": name, "namespace": namespace}, "spec": spec}

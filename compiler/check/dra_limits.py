@@ -42,9 +42,9 @@ def fully_qualified_problem(name: Any, limits: dict[str, int]) -> str:
     if not isinstance(name, str) or "/" not in name:
         return f"{name!r} must be fully qualified as <domain>/<name>, e.g. gpu.nvidia.com/parentUUID"
     domain, ident = name.split("/", 1)
-    if len(domain) > limits["driverNameLength"] or not DNS_SUBDOMAIN.match(domain.lower()):
+    if len(domain) > limits["driverNameLength"] or not DNS_SUBDOMAIN.fullmatch(domain.lower()):
         return f"domain '{domain}' must be a DNS subdomain of at most {limits['driverNameLength']} characters"
-    if len(ident) > limits["attributeIdLength"] or not _C_IDENTIFIER.match(ident):
+    if len(ident) > limits["attributeIdLength"] or not _C_IDENTIFIER.fullmatch(ident):
         return f"'{ident}' must be a C identifier of at most {limits['attributeIdLength']} characters"
     return ""
 
@@ -116,7 +116,7 @@ class _Claim:
         return names
 
     def _name(self, path: tuple, name: Any, seen: set[str], what: str) -> None:
-        if not isinstance(name, str) or not DNS_LABEL.match(name):
+        if not isinstance(name, str) or not DNS_LABEL.fullmatch(name):
             self.add(path, f"{what} name {name!r} must be a DNS label (lower-case letters, digits and '-', at most 63)")
         elif name in seen:
             self.add(path, f"duplicate {what} name '{name}'", f"{what} names must be unique")
@@ -132,7 +132,7 @@ class _Claim:
 
     def _device_request(self, path: tuple, body: dict[str, Any]) -> None:
         cls = body.get("deviceClassName")
-        if cls is not None and (not isinstance(cls, str) or not DNS_SUBDOMAIN.match(cls)):
+        if cls is not None and (not isinstance(cls, str) or not DNS_SUBDOMAIN.fullmatch(cls)):
             self.add(path + ("deviceClassName",), f"device class name {cls!r} must be a DNS subdomain")
         mode = body.get("allocationMode", "ExactCount")
         count = body.get("count")
@@ -187,7 +187,7 @@ def check_selector(obj, path: tuple, selector: Any, limits: dict[str, int]) -> I
 
 def check_opaque(obj, path: tuple, opaque: dict[str, Any], limits: dict[str, int]) -> Iterable[Finding]:
     driver = opaque.get("driver")
-    if not isinstance(driver, str) or len(driver) > limits["driverNameLength"] or not DNS_SUBDOMAIN.match(driver.lower()):
+    if not isinstance(driver, str) or len(driver) > limits["driverNameLength"] or not DNS_SUBDOMAIN.fullmatch(driver.lower()):
         yield Finding(obj, path + ("driver",), f"driver {driver!r} must be a DNS subdomain of at most {limits['driverNameLength']} characters")
     if "parameters" not in opaque:
         return

@@ -26,9 +26,9 @@ def qualified_name_problem(key: str) -> str:
     prefix, _, name = key.rpartition("/")
     if "/" in prefix:
         return "a key has at most one '/'"
-    if prefix and not DNS_SUBDOMAIN.match(prefix):
+    if prefix and not DNS_SUBDOMAIN.fullmatch(prefix):
         return f"prefix '{prefix}' is not a DNS subdomain"
-    if not name or len(name) > 63 or not _NAME_PART.match(name):
+    if not name or len(name) > 63 or not _NAME_PART.fullmatch(name):
         return f"name part '{name}' must be 1-63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
     return ""
 
@@ -43,7 +43,7 @@ def _check_map(obj, meta: dict, field: str, values_are_labels: bool) -> Iterable
         problem = qualified_name_problem(str(key))
         if problem:
             yield Finding(obj, ("metadata", field, key), f"invalid {field[:-1]} key: {problem}")
-        if values_are_labels and isinstance(value, str) and value and (len(value) > 63 or not _NAME_PART.match(value)):
+        if values_are_labels and isinstance(value, str) and value and (len(value) > 63 or not _NAME_PART.fullmatch(value)):
             yield Finding(obj, ("metadata", field, key),
                           f"invalid label value {value!r}: at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit")
 
@@ -65,10 +65,10 @@ def check_metadata(ctx: ClusterContext) -> Iterable[Finding]:
         pattern, what = _FORMATS[rules.name_format_of(obj.kind)]
         if not isinstance(name, str) or not name:
             yield Finding(obj, ("metadata", "name"), "metadata.name is required")
-        elif not pattern.match(name):
+        elif not pattern.fullmatch(name):
             yield Finding(obj, ("metadata", "name"), f"name {name!r} is not {what}")
         namespace = meta.get("namespace")
-        if isinstance(namespace, str) and namespace and not DNS_LABEL.match(namespace):
+        if isinstance(namespace, str) and namespace and not DNS_LABEL.fullmatch(namespace):
             yield Finding(obj, ("metadata", "namespace"), f"namespace {namespace!r} is not a DNS label")
         yield from _check_map(obj, meta, "labels", values_are_labels=True)
         yield from _check_map(obj, meta, "annotations", values_are_labels=False)

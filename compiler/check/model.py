@@ -53,6 +53,7 @@ class ClusterContext:
     # the tree rendered last time: a PreviousTree, or objects by identity (tests, --previous of another layout)
     previous: Any = field(default_factory=dict)
     rendered: dict[str, str] = field(default_factory=dict)  # file name -> text about to be written, when known
+    inventory: Any = None  # the cluster's device inventory, when a caller already has it (see device_inventory)
 
     @property
     def cluster(self) -> ResolvedCluster:
@@ -62,6 +63,16 @@ class ClusterContext:
 
     def __post_init__(self) -> None:
         self.objects = self.compiled.sorted_objects() + sorted(self.compiled.gitops, key=KubeObject.sort_key)
+
+    def device_inventory(self) -> Any:
+        """The devices the cluster's DRA driver would publish (synthesized once, shared with the planner)."""
+        if self.inventory is None:
+            from ..plan.inventory import synthesize_for
+            from ..plan.inventory.bulk import bulk_objects
+
+            with bulk_objects():
+                self.inventory = synthesize_for(self.compiled)
+        return self.inventory
 
 
 def as_list(value: Any) -> list:

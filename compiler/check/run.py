@@ -18,8 +18,15 @@ from .metadata import check_metadata
 from .model import CheckOptions, Checker, ClusterContext, Finding
 from .objects import check_objects
 from .report import to_diagnostic
+from .selectors import check_selectors
 
-CHECKERS: list[Checker] = [check_objects, check_metadata, check_dra_limits, check_driver_configs]
+
+def check_device_selectors(ctx: ClusterContext) -> list[Diagnostic]:
+    """Every emitted and user-written CEL selector compiles, reads published attributes, matches a device."""
+    return check_selectors(ctx.compiled, ctx.device_inventory())
+
+
+CHECKERS: list[Checker] = [check_objects, check_metadata, check_dra_limits, check_driver_configs, check_device_selectors]
 
 
 class OutputRejected(InfeasibleError):

@@ -34,7 +34,7 @@ _STR_TAG = "tag:yaml.org,2002:str"
 @lru_cache(maxsize=65536)
 def _plain(text: str) -> bool:
     """Whether `text` can be written without quotes and still read back as this very string."""
-    if not _PLAIN_CANDIDATE.match(text) or text.endswith((" ", ":")) or ": " in text or " #" in text:
+    if not _PLAIN_CANDIDATE.fullmatch(text) or text.endswith((" ", ":")) or ": " in text or " #" in text:
         return False
     return _RESOLVER.resolve(yaml.ScalarNode, text, (True, False)) == _STR_TAG
 

@@ -47,6 +47,7 @@ class GpuModel:
     multiprocessors: int
     pci_device_ids: tuple[str, ...]
     mig: MigGeometry | None
+    addressing_mode: str | None = None  # overrides hostDefaults.addressingMode
 
     @property
     def memory_bytes(self) -> int:
@@ -109,6 +110,7 @@ def gpu_models() -> dict[str, GpuModel]:
             multiprocessors=m["multiprocessors"],
             pci_device_ids=tuple(m["pciDeviceIds"]),
             mig=_geometry(m["mig"], table["migShapes"]) if "mig" in m else None,
+            addressing_mode=m.get("addressingMode"),
         )
     return models
 

@@ -169,3 +169,48 @@ def chart_keys(line: DriverLine) -> dict[str, ChartKey]:
         if line.at_least(str(k["since"])) and ("until" not in k or line.at_most(str(k["until"]))):
             keys[path] = ChartKey(path, k["kind"])
     return keys
+
+
+@dataclass(frozen=True)
+class BuiltinClass:
+    name: str
+    resources: str  # chart switch resources.<resources>.enabled that creates it: gpus | computeDomains
+    selector: str  # the chart template's CEL, verbatim
+
+
+def builtin_classes(line: DriverLine) -> dict[str, BuiltinClass]:
+    """The DeviceClasses the chart of this line creates (when their resources are enabled)."""
+    return {
+        name: BuiltinClass(name, c["resources"], c["selector"])
+        for name, c in load_table("dra_driver")["builtinDeviceClasses"].items()
+        if line.at_least(str(c["since"]))
+    }
+
+
+@dataclass(frozen=True)
+class DynamicMigFacts:
+    counter_set: str  # format with minor=
+    counters: dict[str, str]  # capacity name -> counter name
+    memory_slice_counter: str  # format with i=
+
+
+def dynamic_mig() -> DynamicMigFacts:
+    d = load_table("dra_driver")["dynamicMig"]
+    return DynamicMigFacts(d["counterSet"], dict(d["counters"]), d["memorySliceCounter"])
+
+
+def static_mig_memory_slice() -> str:
+    """Capacity name format (with i=) of the memory slices a static MIG device occupies."""
+    return load_table("dra_driver")["staticMigMemorySlice"]
+
+
+def compute_domain_devices() -> tuple[str, dict[str, dict[str, dict]]]:
+    """(driver, device name -> attributes in the API's typed form {name: {string|int|bool|version: v}})."""
+    cd = load_table("dra_driver")["computeDomain"]
+    return cd["driver"], {name: dict(attrs) for name, attrs in cd["devices"].items()}
+
+
+def compute_domain_channel_request() -> tuple[str, str]:
+    """(request name, DeviceClass) of the channel claim the ComputeDomain controller's template makes."""
+    req = load_table("dra_driver")["computeDomain"]["channelRequest"]
+    return req["name"], req["deviceClassName"]

@@ -107,11 +107,11 @@ def _fail(file: str, line: int, message: str, hint: str = "") -> InputError:
     return InputError([Diagnostic(file, line, "(document)", message, hint)])
 
 
-def decode(data: bytes, file: str) -> str:
-    if len(data) > MAX_FILE_BYTES:
+def decode(data: bytes, file: str, max_bytes: int = MAX_FILE_BYTES) -> str:
+    if len(data) > max_bytes:
         raise _fail(
             file, 0,
-            f"file is {len(data) / 1024 / 1024:.1f} MiB; gpuc reads intent files up to {MAX_FILE_BYTES // 1024 // 1024} MiB",
+            f"file is {len(data) / 1024 / 1024:.1f} MiB; gpuc reads intent files up to {max_bytes // 1024 // 1024} MiB",
             "intent files are short by design; split the fleet into several files or remove generated content",
         )
     try:
@@ -123,7 +123,7 @@ def decode(data: bytes, file: str) -> str:
     return text
 
 
-def parse_documents(text: str, file: str) -> list[SourceDoc]:
+def parse_documents(text: str, file: str, max_nodes: int = MAX_NODES) -> list[SourceDoc]:
     """All non-empty documents of a YAML stream, each with its line map."""
     try:
         loader = _Loader(text)
@@ -137,7 +137,7 @@ def parse_documents(text: str, file: str) -> list[SourceDoc]:
             if node is None or (isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null"):
                 index += 1
                 continue
-            value = _Builder(loader, file).build(node, ())
+            value = _Builder(loader, file, max_nodes).build(node, ())
             docs.append(SourceDoc(file, index, value, text, node.start_mark.line + 1))
             index += 1
     except yaml.MarkedYAMLError as exc:
@@ -173,11 +173,12 @@ def _has_tab(text: str, line_index: int) -> bool:
 
 
 class _Builder:
-    def __init__(self, loader: yaml.SafeLoader, file: str) -> None:
+    def __init__(self, loader: yaml.SafeLoader, file: str, max_nodes: int = MAX_NODES) -> None:
         self.constructors = loader.yaml_constructors
         self.loader = loader
         self.file = file
         self.count = 0
+        self.max_nodes = max_nodes
 
     def scalar(self, node: yaml.ScalarNode) -> Any:
         if node.tag == _STR:  # most scalars: skip the constructor machinery
@@ -189,9 +190,9 @@ class _Builder:
 
     def build(self, node: yaml.Node, path: Path) -> Any:
         self.count += 1
-        if self.count > MAX_NODES:
+        if self.count > self.max_nodes:
             raise _fail(self.file, node.start_mark.line + 1,
-                        f"document expands to more than {MAX_NODES} values (anchors and aliases?)",
+                        f"document expands to more than {self.max_nodes} values (anchors and aliases?)",
                         "intents do not need YAML aliases; write the values out")
         if not node.tag.startswith(_STANDARD_TAGS):
             raise InputError([Diagnostic(self.file, node.start_mark.line + 1, format_path(path),

@@ -47,7 +47,7 @@ def credential_kind(text: str) -> str:
     for name, regex in patterns:
         if regex.search(text):
             return name
-    if (len(text) >= entropy["minLength"] and _TOKEN.match(text) and re.search(r"[A-Za-z]", text)
+    if (len(text) >= entropy["minLength"] and _TOKEN.fullmatch(text) and re.search(r"[A-Za-z]", text)
             and re.search(r"\d", text) and _entropy(text) >= entropy["minEntropy"]):
         return "a random token"
     return ""

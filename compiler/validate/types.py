@@ -50,7 +50,7 @@ def quantity_value(raw: Any) -> Decimal | None:
     """The amount of any Kubernetes quantity (zero and negative ones too, as the API accepts), or None."""
     if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
         return None
-    match = _QUANTITY.match(raw if isinstance(raw, str) else repr(raw))
+    match = _QUANTITY.fullmatch(raw if isinstance(raw, str) else repr(raw))
     return _amount(match) if match else None
 
 
@@ -60,10 +60,10 @@ def parse_quantity(raw: Any) -> Quantity:
     if isinstance(raw, bool) or not isinstance(raw, (str, int)):
         raise ValueError(f"expected a quantity such as \"40Gi\", got {type(raw).__name__}")
     text = str(raw).strip()
-    match = _QUANTITY.match(text)
+    match = _QUANTITY.fullmatch(text)
     if not match:
         fix = re.sub(r"([KMGTPE])i?B$", r"\1i", text)
-        hint = f"; did you mean \"{fix}\"?" if fix != text and _QUANTITY.match(fix) else ""
+        hint = f"; did you mean \"{fix}\"?" if fix != text and _QUANTITY.fullmatch(fix) else ""
         raise ValueError(f"'{text}' is not a Kubernetes quantity (use a number with Ki, Mi, Gi, Ti or k, M, G, e.g. \"40Gi\"){hint}")
     value = _amount(match)
     if value <= 0:
@@ -88,7 +88,7 @@ def parse_parameters(raw: Any) -> float:
         raise ValueError("expected a model size such as \"8B\"")
     if isinstance(raw, (int, float)):
         value = float(raw)
-    elif isinstance(raw, str) and (m := _PARAMS.match(raw.strip())):
+    elif isinstance(raw, str) and (m := _PARAMS.fullmatch(raw.strip())):
         value = float(m.group("num")) * _UNITS[m.group("unit").lower()]
     else:
         raise ValueError(f"'{raw}' is not a model size (write e.g. 8B, 70B, 1.5B or a plain number of parameters)")
@@ -112,9 +112,9 @@ def _dns(pattern: re.Pattern[str], what: str):
     def check(raw: Any) -> str:
         if not isinstance(raw, str):
             raise ValueError(f"expected a {what} string")
-        if not pattern.match(raw):
+        if not pattern.fullmatch(raw):
             suggestion = re.sub(r"[^a-z0-9.-]+", "-", raw.lower()).strip("-.")
-            hint = f"; e.g. '{suggestion}'" if suggestion and pattern.match(suggestion) else ""
+            hint = f"; e.g. '{suggestion}'" if suggestion and pattern.fullmatch(suggestion) else ""
             raise ValueError(f"'{raw}' is not a valid {what} (lower-case letters, digits and '-', "
                              f"starting and ending with a letter or digit){hint}")
         return raw
@@ -132,7 +132,7 @@ _SEMVERISH = re.compile(r"^\d+(\.\d+){0,2}$")
 def normalize_version(raw: Any) -> str:
     """"8.0" -> "8.0.0"; the DRA CEL semver() needs three parts."""
     text = str(raw).strip() if isinstance(raw, (str, int, float)) and not isinstance(raw, bool) else None
-    if text is None or not _SEMVERISH.match(text):
+    if text is None or not _SEMVERISH.fullmatch(text):
         raise ValueError(f"'{raw}' is not a version like \"8.0\" or \"550.54.15\"")
     parts = [str(int(p)) for p in text.split(".")]
     return ".".join(parts + ["0"] * (3 - len(parts)))

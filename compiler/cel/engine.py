@@ -1,0 +1,195 @@
+"""Compile-once, evaluate-once-per-distinct-input DRA CEL selectors.
+
+A cluster has tens of thousands of devices but only a handful of distinct values for what a
+selector reads (every H100 has the same productName and memory). Each compiled selector therefore
+keeps a memo keyed by the values of exactly the device fields its syntax tree references
+(`analysis.Ref`); devices that agree on them get the stored result (true, false or the evaluation
+error) without running cel-python again. The key is exact: bools are tagged so that `true` and `1`
+never share an entry, versions are keyed by their full text.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, Protocol
+
+import celpy
+from celpy import celtypes
+from celpy.evaluation import CELEvalError
+
+from .analysis import WHOLE_DEVICE, Analysis, Ref, analyse
+from .library import FUNCTIONS, activation
+from .semver import Semver
+from .static import Problem, compile_problems
+
+
+class DeviceData(Protocol):
+    """What CEL can see of a device. Attribute names are already qualified by domain."""
+
+    driver: str
+    attributes: dict[str, dict[str, Any]]
+    capacity: dict[str, dict[str, Any]]
+
+
+class CelCompileError(ValueError):
+    """The expression does not compile in the DRA CEL environment (the API server would reject it)."""
+
+    def __init__(self, text: str, problems: list[Problem]) -> None:
+        self.text = text
+        self.problems = problems
+        super().__init__("; ".join(p.message for p in problems))
+
+
+class CelEvaluationError(RuntimeError):
+    """Evaluation failed on a device: a missing attribute, a type mismatch, a non-bool result."""
+
+
+class _Failure:
+    __slots__ = ("message",)
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
+_MISSING = ("<missing>",)  # a tuple no attribute value can equal
+_EMPTY: dict = {}
+
+
+def _tag(value: Any) -> Any:
+    cls = value.__class__
+    if cls is bool:
+        return ("bool", value)
+    if cls is Semver:
+        return ("semver", str(value))
+    return value
+
+
+def _freeze(values: dict[str, Any] | None) -> tuple:
+    return tuple(sorted((k, _tag(v)) for k, v in values.items())) if values else ()
+
+
+def _getter(ref: Ref) -> Callable[[DeviceData], Any] | None:
+    field, domain, name = ref.field, ref.domain, ref.name
+    if field == "driver":
+        return lambda d: d.driver
+    if field not in ("attributes", "capacity"):
+        return None  # an unknown field reads nothing that varies between devices
+    if domain is None:
+        return lambda d: tuple(sorted((k, _freeze(v)) for k, v in getattr(d, field).items()))
+    if name is None:
+        return lambda d: _freeze(getattr(d, field).get(domain))
+    if field == "attributes":
+        return lambda d: _tag(d.attributes.get(domain, _EMPTY).get(name, _MISSING))
+    return lambda d: d.capacity.get(domain, _EMPTY).get(name, _MISSING)
+
+
+def _key_function(analysis: Analysis) -> Callable[[DeviceData], Any] | None:
+    """The memo key of a device for this expression, or None when the expression reads the whole device."""
+    if any(r.field == WHOLE_DEVICE for r in analysis.refs):
+        return None
+    getters = [g for g in (_getter(r) for r in sorted(analysis.refs)) if g is not None]
+    if not getters:
+        return lambda d: ()
+    if len(getters) == 1:
+        return getters[0]
+    if len(getters) == 2:
+        first, second = getters
+        return lambda d: (first(d), second(d))
+    return lambda d: tuple([g(d) for g in getters])
+
+
+class Selector:
+    """One compiled expression with its memo. Use `compile_selector` to get the shared instance."""
+
+    __slots__ = ("text", "analysis", "_runner", "_key", "_memo")
+
+    def __init__(self, text: str, runner: celpy.Runner, analysis: Analysis) -> None:
+        self.text = text
+        self.analysis = analysis
+        self._runner = runner
+        self._key = _key_function(analysis)
+        self._memo: dict[Any, bool | _Failure] = {}
+
+    def matches(self, device: DeviceData) -> bool:
+        """The selector's result on `device`; raises CelEvaluationError like the scheduler would."""
+        if self._key is None:
+            return self.matches_uncached(device)
+        key = self._key(device)
+        result = self._memo.get(key)
+        if result is None:
+            result = self._memo[key] = self._run(device)
+        if result.__class__ is _Failure:
+            raise CelEvaluationError(result.message)  # type: ignore[union-attr]
+        return result  # type: ignore[return-value]
+
+    def matches_uncached(self, device: DeviceData) -> bool:
+        """Plain cel-python evaluation, the reference the cache is tested against."""
+        result = self._run(device)
+        if isinstance(result, _Failure):
+            raise CelEvaluationError(result.message)
+        return result
+
+    def _run(self, device: DeviceData) -> bool | _Failure:
+        try:
+            value = self._runner.evaluate(activation(device))
+        except CELEvalError as exc:
+            return _Failure(_describe(exc))
+        except (TypeError, ValueError, KeyError, AttributeError, ZeroDivisionError) as exc:
+            return _Failure(f"evaluation failed: {exc}")
+        if not isinstance(value, celtypes.BoolType):
+            return _Failure(f"the expression must evaluate to bool, it returned {type(value).__name__.removesuffix('Type').lower()}")
+        return bool(value)
+
+
+_OVERLOAD = re.compile(r"found no matching overload for Token\('RULE', '(\w+)'\) applied to '\((.*)\)'")
+_CLASS = re.compile(r"<class '(?:[\w.]+\.)?(\w+)'>")
+_SYMBOLS = {"relation_lt": "<", "relation_le": "<=", "relation_gt": ">", "relation_ge": ">=", "relation_eq": "==",
+            "relation_ne": "!=", "relation_in": "in", "addition_add": "+", "addition_sub": "-",
+            "multiplication_mul": "*", "multiplication_div": "/", "multiplication_mod": "%"}
+
+
+def _describe(exc: CELEvalError) -> str:
+    """cel-python's messages, in the words of the Kubernetes CEL errors users search for."""
+    message = str(exc.args[0]) if exc.args else str(exc)
+    if message.startswith("no such member in mapping: "):
+        return f"no such key: {message.removeprefix('no such member in mapping: ')} (the device does not have it)"
+    match = _OVERLOAD.match(message)
+    if match:
+        types = [t.removesuffix("Type").lower() if t.endswith("Type") else t for t in _CLASS.findall(match.group(2))]
+        return f"no such overload: {types[0] if types else '?'} {_SYMBOLS.get(match.group(1), match.group(1))} {types[1] if len(types) > 1 else '?'}"
+    return message
+
+
+_ENVIRONMENT: celpy.Environment | None = None
+_CACHE: dict[str, Selector] = {}
+
+
+def _environment() -> celpy.Environment:
+    global _ENVIRONMENT
+    if _ENVIRONMENT is None:
+        _ENVIRONMENT = celpy.Environment()
+    return _ENVIRONMENT
+
+
+def parse(text: str) -> Any:
+    """The cel-python syntax tree; raises CelCompileError on a syntax error."""
+    try:
+        return _environment().compile(text)
+    except celpy.CELParseError as exc:
+        where = f" at line {exc.line}, column {exc.column}" if getattr(exc, "line", None) else ""
+        first = str(exc.args[0]).splitlines()[0] if exc.args else "syntax error"
+        raise CelCompileError(text, [Problem("error", "syntax", f"syntax error{where}: {first}")]) from None
+
+
+def compile_selector(text: str) -> Selector:
+    """Compile (once per text) a device selector; raises CelCompileError when the API server would reject it."""
+    selector = _CACHE.get(text)
+    if selector is None:
+        tree = parse(text)
+        analysis = analyse(tree)
+        errors = [p for p in compile_problems(tree, analysis) if p.severity == "error"]
+        if errors:
+            raise CelCompileError(text, errors)
+        runner = _environment().program(tree, functions=FUNCTIONS)
+        selector = _CACHE[text] = Selector(text, runner, analysis)
+    return selector

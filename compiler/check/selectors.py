@@ -1,0 +1,205 @@
+"""Output check: every CEL selector gpuc emits, and every raw `require.cel` a user writes, must compile,
+read only what the cluster's DRA driver publishes, and match at least one device of the cluster.
+
+Pure: a CompiledCluster and its Inventory in, Diagnostics out, each pointing at the intent line that
+produced the selector (KubeObject.origin). Selectors are judged as the scheduler evaluates them: a
+DeviceClass's in order over every device, a request's after its class's, each over the devices the
+earlier ones let through, so "matches nothing" names the selector that cut the last device.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..cel import CelEvaluationError, Problem, Published, check_expression, compile_selector
+from ..diagnostics import Diagnostic, Path, did_you_mean, format_path
+from ..facts.driver import driver_lines
+from ..load.yaml_source import SourceDoc
+from ..lower import selectors as sel
+from ..lower.graph import CompiledCluster, KubeObject
+from ..plan.allocator.pods import device_classes
+from ..plan.allocator.reasons import pretty, values_hint
+from ..plan.allocator.requests import ClaimError, DeviceClass, parse_claim_spec, parse_device_class
+from ..plan.inventory import Device, Inventory, published
+from ..validate.intents import Require
+
+
+def _require_paths(raw: Any, base: Path) -> dict[str, Path]:
+    """Selector text -> the `require` field that produced it (require_selectors is run one field at a time)."""
+    paths: dict[str, Path] = {}
+    if not isinstance(raw, dict):
+        return paths
+    for alias, value in raw.items():
+        if alias == "cel":
+            paths.update({expr: base + ("require", "cel", i) for i, expr in enumerate(value or []) if isinstance(expr, str)})
+            continue
+        try:
+            single = Require.model_validate({alias: value})
+        except ValueError:
+            continue
+        paths.update({expr: base + ("require", alias) for expr in sel.require_selectors(single)})
+    return paths
+
+
+def selector_paths(origin: SourceDoc, sizing_floor_gib: int | None = None) -> tuple[dict[str, Path], Path]:
+    """Selector text -> intent field path, and the path to use for anything else, for one intent document."""
+    value = origin.value if isinstance(origin.value, dict) else {}
+    spec = value.get("spec") if isinstance(value.get("spec"), dict) else {}
+    if value.get("kind") == "GpuDeviceClass":
+        base: Path = ("spec",)
+        section = spec
+    else:
+        base = ("spec", "gpu")
+        section = spec.get("gpu") if isinstance(spec.get("gpu"), dict) else {}
+    paths = _require_paths(section.get("require"), base)
+    slices = (section.get("mig") or {}).get("slices") if isinstance(section.get("mig"), dict) else None
+    for i, s in enumerate(slices or []):
+        if isinstance(s, dict) and isinstance(s.get("profile"), str):
+            paths.setdefault(sel.profile_is(s["profile"]), base + ("mig", "slices", i, "profile"))
+    if slices and base == ("spec",):
+        profiles = sorted({s["profile"] for s in slices if isinstance(s, dict) and isinstance(s.get("profile"), str)})
+        paths.setdefault(sel.profile_in(profiles), base + ("mig", "slices"))
+    if sizing_floor_gib:
+        paths.setdefault(sel.min_memory(f"{sizing_floor_gib}Gi"), ("spec", "model"))
+    return paths, base
+
+
+def _published_by(ref: Any) -> list[str]:
+    found = []
+    for line in driver_lines().values():
+        names = published(line).attributes.get(ref.domain, {}) if ref.field == "attributes" else ()
+        if ref.name in names or (ref.field == "capacity" and published(line).has_capacity(ref.domain, ref.name)):
+            found.append(line.id)
+    return found
+
+
+class _Checker:
+    def __init__(self, compiled: CompiledCluster, inventory: Inventory) -> None:
+        self.compiled = compiled
+        self.cluster = compiled.cluster
+        self.published: Published = published(compiled.cluster.driver)
+        self.devices = list(inventory.devices)
+        self.classes = device_classes(compiled)
+        self.findings: list[Diagnostic] = []
+        self._class_devices: dict[str, list[Device]] = {}
+        self._floors = {p.intent.source.ref: p.min_memory_gib for p in compiled.plan.workloads}
+        self.emitted_classes = {o.name for o in compiled.objects if o.kind == "DeviceClass"}
+
+    def add(self, origin: SourceDoc, path: Path, message: str, hint: str = "", severity: str = "error") -> None:
+        self.findings.append(Diagnostic(origin.file, origin.line_of(path), format_path(path), message, hint, severity))  # type: ignore[arg-type]
+
+    def _hint(self, problem: Problem) -> str:
+        ref = problem.ref
+        if problem.code == "unpublished" and ref is not None:
+            lines = _published_by(ref)
+            if lines:
+                return f"{ref} is published by driver {', '.join(lines)}; this cluster runs {self.cluster.spec.dra_driver.version}"
+            names = self.published.attributes.get(ref.domain or "", {}) if ref.field == "attributes" else \
+                self.published.capacities.get(ref.domain or "", ())
+            return did_you_mean(ref.name or "", names) or f"published in {ref.domain}: {', '.join(sorted(names))}"
+        if problem.code == "unknown-domain" and ref is not None:
+            return did_you_mean(ref.domain or "", self.published.attributes) or \
+                f"domains the drivers publish: {', '.join(self.published.attributes)}"
+        return ""
+
+    def chain(self, obj: KubeObject, label: str, texts: tuple[str, ...], devices: list[Device]) -> None:
+        """Check `texts` in order, each over the devices the earlier ones matched."""
+        paths, base = selector_paths(obj.origin, self._floors.get(obj.origin.ref))
+        for text in texts:
+            path = paths.get(text, base)
+            problems = check_expression(text, self.published)
+            for p in problems:
+                self.add(obj.origin, path, f"{label}: selector `{text}`: {p.message}", self._hint(p), p.severity)
+            if any(p.severity == "error" for p in problems):
+                return
+            selector = compile_selector(text)
+            matched: list[Device] = []
+            failed = 0
+            failure = ""
+            for device in devices:
+                try:
+                    if selector.matches(device):
+                        matched.append(device)
+                except CelEvaluationError as exc:
+                    failed += 1
+                    failure = failure or f"{device.driver}/{device.name}: {exc}"
+            if failed:
+                scope = f"every one of the {failed} devices" if failed == len(devices) else f"{failed} of {len(devices)} devices, first"
+                self.add(obj.origin, path, f"{label}: selector `{text}` fails on {scope} {failure}; the scheduler aborts "
+                         "allocation when it reaches such a device", "guard the read with has(...), or narrow the class first")
+                if failed == len(devices):
+                    return
+            if devices and not matched:
+                self.add(obj.origin, path, f"{label}: selector {pretty(text)} matches none of the {len(devices)} devices "
+                         f"of cluster '{self.cluster.name}' that get this far" + values_hint(text, devices),
+                         "relax the requirement, or check the cluster's devices with `gpuc inventory`")
+                return
+            devices = matched
+
+    def class_devices(self, cls: DeviceClass) -> list[Device]:
+        found = self._class_devices.get(cls.name)
+        if found is None:
+            found = list(self.devices)
+            for text in cls.selectors:
+                try:
+                    selector = compile_selector(text)
+                except ValueError:
+                    return []
+                found = [d for d in found if _matches(selector, d)]
+            self._class_devices[cls.name] = found
+        return found
+
+    def device_class(self, obj: KubeObject) -> None:
+        try:
+            cls = parse_device_class(obj.manifest)
+        except ClaimError:
+            return  # a malformed class is the schema and DRA-limit checks' finding
+        self.chain(obj, f"DeviceClass {obj.name}", cls.selectors, self.devices)
+
+    def claim(self, obj: KubeObject) -> None:
+        name = f"{obj.kind} {obj.namespace}/{obj.name}"
+        body = obj.manifest.get("spec")
+        spec = body.get("spec") if obj.kind == "ResourceClaimTemplate" and isinstance(body, dict) else body
+        try:
+            claim = parse_claim_spec(spec)
+        except ClaimError:
+            return  # a malformed claim is the schema and DRA-limit checks' finding
+        for request in claim.requests:
+            for option in request.options:
+                label = f"{name} request '{option.name}'"
+                cls = self.classes.get(option.device_class)
+                if cls is None:
+                    self.add(obj.origin, ("spec", "gpu"), f"{label}: DeviceClass '{option.device_class}' does not exist on "
+                             f"cluster '{self.cluster.name}'", did_you_mean(option.device_class, self.classes))
+                    continue
+                base = self.class_devices(cls)
+                if not base and option.device_class in self.emitted_classes:
+                    continue  # reported at the DeviceClass itself
+                if not base:
+                    self.add(obj.origin, ("spec", "gpu"), f"{label}: DeviceClass {cls.name} selects none of the devices of "
+                             f"cluster '{self.cluster.name}'", "check the cluster's devices with `gpuc inventory`")
+                    continue
+                self.chain(obj, label, option.selectors, base)
+        for constraint in claim.constraints:
+            domain, _, attribute = constraint.attribute.rpartition("/")
+            if attribute not in self.published.attributes.get(domain, {}):
+                self.add(obj.origin, ("spec", "gpu"), f"{name}: matchAttribute {constraint.attribute} is not published by "
+                         f"driver {self.cluster.spec.dra_driver.version}, so no device can satisfy the constraint")
+
+
+def _matches(selector: Any, device: Device) -> bool:
+    try:
+        return selector.matches(device)
+    except CelEvaluationError:
+        return False
+
+
+def check_selectors(compiled: CompiledCluster, inventory: Inventory) -> list[Diagnostic]:
+    """Findings for every selector of the cluster's DeviceClasses and claims, in a stable order."""
+    checker = _Checker(compiled, inventory)
+    for obj in compiled.sorted_objects():
+        if obj.kind == "DeviceClass":
+            checker.device_class(obj)
+        elif obj.kind in ("ResourceClaimTemplate", "ResourceClaim"):
+            checker.claim(obj)
+    return sorted(set(checker.findings))

@@ -1,0 +1,47 @@
+"""`gpuc plan` as text: per cluster, where each pod goes, how full each pool gets, and why pods do not fit."""
+
+from __future__ import annotations
+
+from ..plan.allocator import AllocationPlan, PodOutcome
+
+
+def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return [indent + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+
+
+def _devices(pod: PodOutcome) -> str:
+    parts = []
+    for claim in pod.claims:
+        names = ", ".join(d.device if d.pool == pod.node else f"{d.pool}/{d.device}" for d in claim.devices)
+        shared = f" (shared claim {claim.claim.split('/')[-1]})" if claim.shared else ""
+        parts.append(f"{claim.label}: {names}{shared}")
+    return "; ".join(parts)
+
+
+def _percent(used: int, total: int) -> str:
+    return f"{used} ({round(100 * used / total)}%)" if total else str(used)
+
+
+def plan_text(plan: AllocationPlan) -> str:
+    placed = sum(1 for p in plan.pods if p.placed)
+    source = "synthesized inventory" if plan.inventory == "synthesized" else f"inventory from {plan.inventory}"
+    lines = [f"cluster {plan.cluster}: Kubernetes {plan.kubernetes}, DRA driver {plan.driver}, {source} "
+             f"({plan.nodes} nodes, {plan.devices} devices)",
+             f"  {placed} of {len(plan.pods)} pods placed" + ("" if plan.feasible else f", {len(plan.pods) - placed} cannot be placed")]
+    if plan.pods:
+        rows = [["WORKLOAD", "POD", "NODE", "DEVICES"]]
+        rows += [[p.workload, p.pod, p.node or "-", _devices(p) if p.placed else "(cannot be placed)"] for p in plan.pods]
+        lines += [""] + _table(rows)
+    pool_rows = [["POOL", "NODES", "GPUS", "USED BEFORE", "USED AFTER", "DEVICES USED"]]
+    for u in plan.pools:
+        if u.allocation != "dra":
+            pool_rows.append([u.pool, str(u.nodes), str(u.gpus), "-", "device plugin, not planned", "-"])
+        else:
+            pool_rows.append([u.pool, str(u.nodes), str(u.gpus), _percent(u.gpus_used_before, u.gpus),
+                              _percent(u.gpus_used, u.gpus), f"{u.devices_used}/{u.devices}"])
+    lines += [""] + _table(pool_rows)
+    if not plan.feasible:
+        lines += ["", "  cannot be placed:"]
+        lines += [f"    {p.workload} {p.pod}: {p.reason}" for p in plan.unplaced]
+    return "\n".join(lines) + "\n"

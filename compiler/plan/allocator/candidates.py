@@ -1,0 +1,161 @@
+"""Which devices each request option may take, computed once per (class, selectors) before any search.
+
+Class selectors run first, then the request's own, in order, on every device, as `isSelectable`
+does; every expression is compiled once and its results memoised across devices (compiler.cel).
+A device whose evaluation fails stays in the candidate list, marked with the error: the search
+raises it when it reaches that device, which is when the scheduler would.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...cel import CelCompileError, CelEvaluationError, Selector, compile_selector
+from ..inventory import Device, Inventory, PoolState
+from .nodes import node_matches
+from .requests import ClaimError, DeviceClass, Option
+
+
+@dataclass
+class Match:
+    """The devices an option selects, in inventory order, with the evaluation errors hit on the way."""
+
+    devices: list[int]
+    errors: dict[int, str]
+    by_node: dict[str, list[int]]
+    floating: list[int]  # devices not bound to a single node: allNodes, nodeSelector, per-device selection
+    per_node: dict[str, list[int]] = field(default_factory=dict)
+
+
+def _compile(texts: tuple[str, ...], owner: str) -> list[Selector]:
+    selectors = []
+    for i, text in enumerate(texts):
+        try:
+            selectors.append(compile_selector(text))
+        except CelCompileError as exc:
+            raise ClaimError(f"{owner} selector {i} does not compile: {exc}") from None
+    return selectors
+
+
+class DeviceIndex:
+    """Candidate devices per option and node, over one inventory."""
+
+    def __init__(self, inventory: Inventory, classes: dict[str, DeviceClass]) -> None:
+        self.inventory = inventory
+        self.classes = classes
+        self._class_matches: dict[str, tuple[list[int], dict[int, str]]] = {}
+        self._matches: dict[tuple[str, tuple[str, ...]], Match] = {}
+        self._by_option: dict[int, tuple[Option, Match]] = {}  # by identity: options are shared by all pods of a template
+        self._node_pools: dict[str, list[PoolState]] = {}
+        slices = inventory.slices
+        self.node_of: list[str | None] = [d.node_name or slices[d.slice_index].node_name for d in inventory.devices]
+        self._bound_pools: dict[str, list[tuple[str, str]]] = {}
+        self._floating_slices = [s for s in slices if s.node_name is None]
+        for s in slices:
+            if s.node_name is not None:
+                keys = self._bound_pools.setdefault(s.node_name, [])
+                if (s.driver, s.pool) not in keys:
+                    keys.append((s.driver, s.pool))
+
+    # ------------------------------------------------------------------------------- matching
+    def _evaluate(self, selectors: list[Selector], candidates: list[int], errors: dict[int, str]) -> list[int]:
+        devices = self.inventory.devices
+        out: list[int] = []
+        for i in candidates:
+            if i in errors:
+                out.append(i)
+                continue
+            device = devices[i]
+            if device.binding_conditions:
+                continue
+            selector = None
+            try:
+                for selector in selectors:
+                    if not selector.matches(device):
+                        break
+                else:
+                    out.append(i)
+            except CelEvaluationError as exc:
+                assert selector is not None
+                errors[i] = f"CEL selector `{selector.text}` failed on device {self.describe(i)}: {exc}"
+                out.append(i)
+        return out
+
+    def class_match(self, name: str) -> tuple[list[int], dict[int, str]]:
+        cached = self._class_matches.get(name)
+        if cached is None:
+            cls = self.classes.get(name)
+            if cls is None:
+                known = ", ".join(sorted(self.classes)) or "none"
+                raise ClaimError(f"DeviceClass '{name}' does not exist on this cluster (classes: {known})")
+            errors: dict[int, str] = {}
+            devices = self._evaluate(_compile(cls.selectors, f"DeviceClass {name}"), list(range(len(self.inventory.devices))), errors)
+            cached = self._class_matches[name] = (devices, errors)
+        return cached
+
+    def match(self, option: Option) -> Match:
+        known = self._by_option.get(id(option))
+        if known is not None:
+            return known[1]
+        found = self._match(option)
+        self._by_option[id(option)] = (option, found)  # holding the option keeps its id from being reused
+        return found
+
+    def _match(self, option: Option) -> Match:
+        key = (option.device_class, option.selectors)
+        found = self._matches.get(key)
+        if found is None:
+            base, class_errors = self.class_match(option.device_class)
+            errors = dict(class_errors)
+            devices = self._evaluate(_compile(option.selectors, f"request '{option.name}'"), base, errors) if option.selectors else base
+            by_node: dict[str, list[int]] = {}
+            floating: list[int] = []
+            node_of = self.node_of
+            for i in devices:
+                node = node_of[i]
+                if node is None:
+                    floating.append(i)
+                else:
+                    by_node.setdefault(node, []).append(i)
+            found = self._matches[key] = Match(devices, errors, by_node, floating)
+        return found
+
+    def candidates(self, option: Option, node: str) -> list[int]:
+        """Devices on `node` the option selects, in the documented order."""
+        m = self.match(option)
+        if not m.floating:
+            return m.by_node.get(node, [])
+        found = m.per_node.get(node)
+        if found is None:
+            info = self.inventory.by_name.get(node)
+            extra = [i for i in m.floating if info is not None and self._serves(i, info)]
+            found = m.per_node[node] = sorted(m.by_node.get(node, []) + extra)
+        return found
+
+    def _serves(self, index: int, node) -> bool:
+        device = self.inventory.devices[index]
+        s = self.inventory.slices[device.slice_index]
+        if s.all_nodes or device.all_nodes:
+            return True
+        if s.node_selector is not None:
+            return node_matches(s.node_selector, node)
+        return False
+
+    # ------------------------------------------------------------------------------- pools
+    def node_pools(self, node: str) -> list[PoolState]:
+        """The resource pools the allocator gathers for `node` (All mode refuses incomplete or invalid ones)."""
+        found = self._node_pools.get(node)
+        if found is None:
+            info = self.inventory.by_name.get(node)
+            keys = list(self._bound_pools.get(node, []))
+            for s in self._floating_slices:
+                serves = s.all_nodes or (s.node_selector is not None and info is not None and node_matches(s.node_selector, info))
+                if serves and (s.driver, s.pool) not in keys:
+                    keys.append((s.driver, s.pool))
+            found = self._node_pools[node] = [self.inventory.pools[k] for k in keys]
+        return found
+
+    def describe(self, index: int) -> str:
+        device: Device = self.inventory.devices[index]
+        s = self.inventory.slices[device.slice_index]
+        return f"{s.driver}/{s.pool}/{device.name}"

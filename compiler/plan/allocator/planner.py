@@ -1,0 +1,178 @@
+"""Place every pod of a cluster, one at a time, with the structured allocator's per-pod semantics.
+
+Pod order: pods needing more devices first, then pods whose claims carry matchAttribute
+constraints, then workload order, replica and node rank (first-fit decreasing: large and
+constrained pods get their pick before small ones fragment the nodes). Node order: the inventory's
+(pool order then node order). Each pod goes to the first node where all of its unallocated claims
+fit together; a pod referencing an already allocated shared claim can only go to that claim's node.
+
+Allocation only ever grows during a plan, so a node that cannot hold a pod of some shape can never
+hold a later pod of the same shape: each shape keeps a cursor past the nodes it failed on, which
+keeps a plan of n pods on m nodes at O(n + m) node attempts per shape instead of O(n * m).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Callable
+
+from ...validate.resolved import ResolvedCluster
+from ..inventory import Inventory
+from .candidates import DeviceIndex
+from .pods import Pod, PodClaim
+from .reasons import explain
+from .requests import EXACT_COUNT, ClaimError, DeviceClass
+from .result import AllocationPlan, PlacedClaim, PlacedDevice, PodOutcome, PoolUsage
+from .search import AllocationError, allocate_on_node
+from .state import AllocationState, ClaimResult
+
+Progress = Callable[[int, int], None]
+GPU_DRIVER = "gpu.nvidia.com"
+
+
+def placement_order(pods: list[Pod]) -> list[int]:
+    """Indices of `pods` in the order they are placed (see module docstring)."""
+    return sorted(range(len(pods)), key=lambda i: (-pods[i].devices, not pods[i].constrained, i))
+
+
+def _placed(results: list[ClaimResult], index: DeviceIndex) -> tuple[PlacedClaim, ...]:
+    inventory = index.inventory
+    out = []
+    for r in results:
+        devices = []
+        for picked in r.devices:
+            device = inventory.devices[picked.device]
+            s = inventory.slices[device.slice_index]
+            devices.append(PlacedDevice(picked.request, s.driver, s.pool, device.name, picked.admin))
+        out.append(PlacedClaim(r.claim.key, r.claim.label, r.claim.source, r.claim.shared, tuple(devices)))
+    return tuple(out)
+
+
+class Planner:
+    def __init__(self, inventory: Inventory, classes: dict[str, DeviceClass]) -> None:
+        self.inventory = inventory
+        self.index = DeviceIndex(inventory, classes)
+        self.state = AllocationState(inventory)
+        self.nodes = [n.name for n in inventory.nodes]
+        self._cursor: dict[tuple, int] = {}
+        self._why: dict[tuple, str] = {}
+
+    def place(self, pod: Pod) -> PodOutcome:
+        broken = next((c for c in pod.claims if c.spec is None), None)
+        if broken is not None:
+            return self._failed(pod, broken.error, error=True)
+        pinned = {self.state.pinned[c.key].node for c in pod.claims if c.shared and c.key in self.state.pinned}
+        todo = [c for c in pod.claims if not (c.shared and c.key in self.state.pinned)]
+        if len(pinned) > 1:
+            return self._failed(pod, f"its shared claims are allocated on different nodes ({', '.join(sorted(pinned))})")
+        done = [self.state.pinned[c.key] for c in pod.claims if c.shared and c.key in self.state.pinned]
+        if not todo:
+            return self._outcome(pod, next(iter(pinned)), done)
+        shape = tuple(_shape(c) for c in todo)
+        start = 0 if pinned else self._cursor.get(shape, 0)
+        candidates = sorted(pinned) if pinned else self.nodes[start:]
+        needed = _free_devices_needed(todo)
+        try:
+            for node in candidates:
+                if self.state.free_on(node) < needed:
+                    results = None  # not enough free devices of any kind: no search can succeed
+                else:
+                    results = allocate_on_node(node, todo, self.index, self.state)
+                if results is not None:
+                    self.state.commit(results)
+                    return self._outcome(pod, node, done + results)
+                if not pinned:
+                    start += 1
+                    self._cursor[shape] = start
+        except (AllocationError, ClaimError) as exc:
+            return self._failed(pod, str(exc), error=True)
+        if pinned:
+            node = next(iter(pinned))
+            return self._failed(pod, f"it must run on node {node}, where its shared claim is allocated, but "
+                                     + explain(pod.workload.split("/")[-1], todo, [node], self.index, self.state))
+        if shape not in self._why:  # worded once per shape, with a placeholder for the workload's name
+            self._why[shape] = explain(_WHO, todo, self.nodes, self.index, self.state)
+        return self._failed(pod, self._why[shape].replace(_WHO, pod.workload.split("/")[-1]))
+
+    def _outcome(self, pod: Pod, node: str, results: list[ClaimResult]) -> PodOutcome:
+        order = {c.key: i for i, c in enumerate(pod.claims)}
+        results = sorted(results, key=lambda r: order[r.claim.key])
+        return PodOutcome(pod.workload, pod.name, pod.replica, pod.rank, node, _placed(results, self.index), origin=pod.origin)
+
+    def _failed(self, pod: Pod, reason: str, error: bool = False) -> PodOutcome:
+        return PodOutcome(pod.workload, pod.name, pod.replica, pod.rank, None, reason=reason, error=error, origin=pod.origin)
+
+
+_WHO = "\x00workload\x00"
+
+
+def _free_devices_needed(claims: list[PodClaim]) -> int:
+    """A lower bound of the free devices a node needs for `claims` (admin access needs none)."""
+    total = 0
+    for claim in claims:
+        for request in claim.spec.requests:  # type: ignore[union-attr]
+            total += min(0 if o.admin_access else (o.count if o.mode == EXACT_COUNT else 1) for o in request.options)
+    return total
+
+
+def _shape(claim: PodClaim) -> object:
+    """Pods whose unallocated claims have equal specs behave the same on every node (claims of different
+    templates included); a shared claim is its own shape."""
+    return ("shared", claim.key) if claim.shared else claim.spec
+
+
+OTHER_NODES = "(other nodes)"
+
+
+def _physical_gpu(device, pool: str) -> str | None:
+    """The GPU a device lives on: its own UUID, or its MIG parent's; None for non-GPU devices."""
+    attrs = device.attributes.get(GPU_DRIVER)
+    if device.driver != GPU_DRIVER or attrs is None:
+        return None
+    uuid = attrs.get("parentUUID") if attrs.get("type") == "mig" else attrs.get("uuid")
+    return f"{pool}/{uuid or device.name}"
+
+
+def _measure(name: str, allocation: str, nodes: int, entries: list[tuple[int, str]], before: bytearray,
+             after: bytearray) -> PoolUsage:
+    return PoolUsage(name, allocation, nodes, len({g for _, g in entries}), len({g for i, g in entries if before[i]}),
+                     len({g for i, g in entries if after[i]}), len(entries), sum(1 for i, _ in entries if after[i]))
+
+
+def usage(cluster: ResolvedCluster, inventory: Inventory, before: bytearray, after: bytearray) -> tuple[PoolUsage, ...]:
+    """Physical GPUs and GPU-driver devices per node pool, in use before and after the plan."""
+    pool_of = {n.name: n.pool or OTHER_NODES for n in inventory.nodes}
+    nodes = Counter(pool_of.values())
+    entries: dict[str, list[tuple[int, str]]] = {}
+    for device in inventory.devices:
+        s = inventory.slices[device.slice_index]
+        gpu = _physical_gpu(device, s.pool)
+        if gpu is not None:
+            entries.setdefault(pool_of.get(device.node_name or s.node_name or "", OTHER_NODES), []).append((device.index, gpu))
+    out = []
+    for pool in cluster.pools:
+        if pool.dra:
+            out.append(_measure(pool.name, "dra", nodes[pool.name], entries.get(pool.name, []), before, after))
+        else:
+            gpus = pool.spec.nodes * pool.spec.gpu.count
+            out.append(PoolUsage(pool.name, pool.spec.allocation, pool.spec.nodes, gpus, 0, 0, 0, 0))
+    if OTHER_NODES in entries or nodes[OTHER_NODES]:
+        out.append(_measure(OTHER_NODES, "dra", nodes[OTHER_NODES], entries.get(OTHER_NODES, []), before, after))
+    return tuple(out)
+
+
+def plan_pods(cluster: ResolvedCluster, inventory: Inventory, classes: dict[str, DeviceClass], pods: list[Pod],
+              progress: Progress | None = None) -> AllocationPlan:
+    """Place `pods` on `inventory`; outcomes come back in `pods` order."""
+    planner = Planner(inventory, classes)
+    before = bytearray(planner.state.in_use)
+    outcomes: list[PodOutcome | None] = [None] * len(pods)
+    for done, i in enumerate(placement_order(pods)):
+        outcomes[i] = planner.place(pods[i])
+        if progress is not None:
+            progress(done + 1, len(pods))
+    return AllocationPlan(
+        cluster=cluster.name, kubernetes=cluster.api.kubernetes, driver=cluster.spec.dra_driver.version,
+        inventory=inventory.source, nodes=len(inventory.nodes), devices=len(inventory.devices),
+        pods=tuple(o for o in outcomes if o is not None), pools=usage(cluster, inventory, before, planner.state.in_use),
+        warnings=inventory.warnings)

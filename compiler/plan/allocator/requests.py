@@ -1,0 +1,163 @@
+"""Claims and DeviceClasses as the allocator reads them, parsed from manifests of any resource.k8s.io version.
+
+v1beta1 writes a request's fields on the request itself; v1beta2 and v1 put them under `exactly`
+or list alternatives under `firstAvailable`. Both parse into the same typed records. Fields the
+1.34 allocator refuses with its default feature gates (distinctAttribute and capacity requests
+need the alpha DRAConsumableCapacity gate) are refused here too, with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ...facts.platform import dra_limits
+
+EXACT_COUNT, ALL = "ExactCount", "All"
+
+
+class ClaimError(ValueError):
+    """A claim or class the allocator cannot use (the scheduler would report an error, not a Pending pod)."""
+
+
+@dataclass(frozen=True)
+class Option:
+    """One way to satisfy a request: the request itself (`exactly`) or one of its `firstAvailable` subrequests."""
+
+    name: str  # "gpu", or "gpu/large" for a subrequest
+    device_class: str
+    selectors: tuple[str, ...]
+    mode: str  # ExactCount | All
+    count: int  # 0 for All
+    admin_access: bool = False
+
+
+@dataclass(frozen=True)
+class Request:
+    name: str
+    options: tuple[Option, ...]  # `exactly` is one option; `firstAvailable` lists several, tried in order
+
+    @property
+    def min_devices(self) -> int:
+        return min(o.count if o.mode == EXACT_COUNT else 1 for o in self.options)
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """matchAttribute: every device of the listed requests (all when empty) has the same value of `attribute`."""
+
+    attribute: str  # fully qualified: domain/name
+    requests: frozenset[str] = frozenset()
+
+    def applies(self, option_name: str) -> bool:
+        return not self.requests or option_name in self.requests or option_name.split("/")[0] in self.requests
+
+
+@dataclass(frozen=True)
+class ClaimSpec:
+    requests: tuple[Request, ...]
+    constraints: tuple[Constraint, ...] = ()
+
+    @property
+    def min_devices(self) -> int:
+        return sum(r.min_devices for r in self.requests)
+
+
+@dataclass(frozen=True)
+class DeviceClass:
+    name: str
+    selectors: tuple[str, ...]
+
+
+def _mapping(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ClaimError(f"{where} must be a mapping")
+    return value
+
+
+def _items(value: Any, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ClaimError(f"{where} must be a list")
+    return value
+
+
+def _selectors(raw: Any, where: str) -> tuple[str, ...]:
+    out = []
+    for i, s in enumerate(_items(raw, f"{where}.selectors")):
+        cel = s.get("cel") if isinstance(s, dict) else None
+        expression = cel.get("expression") if isinstance(cel, dict) else None
+        if not isinstance(expression, str):
+            raise ClaimError(f"{where}.selectors[{i}] has no cel.expression")
+        out.append(expression)
+    return tuple(out)
+
+
+def _option(name: str, body: Any, where: str, allow_admin: bool) -> Option:
+    body = _mapping(body, where)
+    if body.get("capacity"):
+        raise ClaimError(f"{where}.capacity needs the DRAConsumableCapacity feature gate (alpha, off in Kubernetes 1.34)")
+    device_class = body.get("deviceClassName")
+    if not isinstance(device_class, str) or not device_class:
+        raise ClaimError(f"{where}.deviceClassName is required")
+    mode = body.get("allocationMode") or EXACT_COUNT
+    if mode not in (EXACT_COUNT, ALL):
+        raise ClaimError(f"{where}.allocationMode {mode!r} is not ExactCount or All")
+    if mode == ALL and body.get("count"):
+        raise ClaimError(f"{where}.count must be unset with allocationMode All")
+    count = body.get("count") or (1 if mode == EXACT_COUNT else 0)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise ClaimError(f"{where}.count must be a positive integer")
+    admin = body.get("adminAccess") is True
+    if admin and not allow_admin:
+        raise ClaimError(f"{where}.adminAccess is not allowed on a firstAvailable subrequest")
+    return Option(name, device_class, _selectors(body.get("selectors"), where), mode, count, admin)
+
+
+def _request(raw: Any, where: str) -> Request:
+    raw = _mapping(raw, where)
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise ClaimError(f"{where}.name is required")
+    alternatives = _items(raw.get("firstAvailable"), f"{where}.firstAvailable")
+    if alternatives:
+        options = tuple(_option(f"{name}/{_mapping(sub, f'{where}.firstAvailable[{i}]').get('name')}", sub,
+                                f"{where}.firstAvailable[{i}]", allow_admin=False) for i, sub in enumerate(alternatives))
+        return Request(name, options)
+    if "exactly" in raw:
+        return Request(name, (_option(name, raw["exactly"], where + ".exactly", allow_admin=True),))
+    return Request(name, (_option(name, raw, where, allow_admin=True),))  # v1beta1 writes the fields on the request
+
+
+def parse_claim_spec(spec: Any) -> ClaimSpec:
+    """`spec` of a ResourceClaim (the inner `spec.spec` of a template), any resource.k8s.io version."""
+    devices = _mapping(_mapping(spec, "spec").get("devices") or {}, "spec.devices")
+    requests = tuple(_request(r, f"spec.devices.requests[{i}]") for i, r in enumerate(_items(devices.get("requests"), "spec.devices.requests")))
+    names = {r.name for r in requests} | {o.name for r in requests for o in r.options}
+    constraints = []
+    for i, c in enumerate(_items(devices.get("constraints"), "spec.devices.constraints")):
+        where = f"spec.devices.constraints[{i}]"
+        c = _mapping(c, where)
+        if c.get("distinctAttribute"):
+            raise ClaimError(f"{where}.distinctAttribute needs the DRAConsumableCapacity feature gate (alpha, off in Kubernetes 1.34)")
+        attribute = c.get("matchAttribute")
+        if not isinstance(attribute, str) or "/" not in attribute:
+            raise ClaimError(f"{where}.matchAttribute must be a fully qualified attribute name (domain/name)")
+        listed = _items(c.get("requests"), f"{where}.requests")
+        unknown = [str(r) for r in listed if not isinstance(r, str) or r not in names]
+        if unknown:
+            raise ClaimError(f"{where}.requests names unknown request(s) {', '.join(unknown)}")
+        constraints.append(Constraint(attribute, frozenset(listed)))
+    claim = ClaimSpec(requests, tuple(constraints))
+    limit = dra_limits()["devicesPerClaim"]
+    if claim.min_devices > limit:
+        raise ClaimError(f"the claim asks for at least {claim.min_devices} devices, more than the limit of {limit} per claim")
+    return claim
+
+
+def parse_device_class(manifest: dict[str, Any]) -> DeviceClass:
+    name = manifest["metadata"]["name"]
+    spec = manifest.get("spec")
+    return DeviceClass(name, _selectors(_mapping(spec, f"DeviceClass {name} spec").get("selectors") if spec is not None else None,
+                                        f"DeviceClass {name} spec"))

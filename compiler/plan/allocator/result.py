@@ -1,0 +1,128 @@
+"""The outcome of planning a cluster: where every pod went (or why it could not go) and how full each
+node pool is. Plain data, so `gpuc plan`, the render gate, and later reports and diffs share it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...diagnostics import Diagnostic
+from ...load.yaml_source import SourceDoc
+
+
+@dataclass(frozen=True)
+class PlacedDevice:
+    request: str
+    driver: str
+    pool: str
+    device: str
+    admin: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"request": self.request, "driver": self.driver, "pool": self.pool, "device": self.device}
+        if self.admin:
+            out["adminAccess"] = True
+        return out
+
+
+@dataclass(frozen=True)
+class PlacedClaim:
+    claim: str  # ns/name of the claim object (template instances are named after the pod)
+    label: str  # gpu | channel
+    source: str  # the object the claim comes from
+    shared: bool
+    devices: tuple[PlacedDevice, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"claim": self.claim, "name": self.label, "source": self.source, "shared": self.shared,
+                "devices": [d.as_dict() for d in self.devices]}
+
+
+@dataclass(frozen=True)
+class PodOutcome:
+    workload: str  # ns/name
+    pod: str
+    replica: int
+    rank: int
+    node: str | None
+    claims: tuple[PlacedClaim, ...] = ()
+    reason: str = ""  # why the pod cannot be placed
+    error: bool = False  # the scheduler would report an error (bad CEL, missing class), not a Pending pod
+    origin: SourceDoc | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def placed(self) -> bool:
+        return self.node is not None
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"workload": self.workload, "pod": self.pod, "replica": self.replica}
+        if self.rank:
+            out["rank"] = self.rank
+        out["node"] = self.node
+        if self.placed:
+            out["claims"] = [c.as_dict() for c in self.claims]
+        else:
+            out["reason"] = self.reason
+            out["error"] = self.error
+        return out
+
+    def diagnostic(self, cluster: str) -> Diagnostic:
+        origin = self.origin
+        kind = "cannot be allocated (the scheduler reports an error)" if self.error else "cannot be placed"
+        message = f"pod {self.pod} of {self.workload} {kind} on cluster '{cluster}': {self.reason}"
+        hint = ("fix the selector or class the message names" if self.error else
+                "add nodes or GPUs to a matching pool, relax gpu.require, or lower replicas / count")
+        if origin is None:
+            return Diagnostic(self.workload, 0, "spec.gpu", message, hint)
+        path = ("spec", "gpu")
+        return Diagnostic(origin.file, origin.line_of(path), "spec.gpu", message, hint)
+
+
+@dataclass(frozen=True)
+class PoolUsage:
+    pool: str
+    allocation: str  # dra | devicePlugin | unknown (nodes of loaded slices no pool names)
+    nodes: int
+    gpus: int  # physical GPUs published (full GPUs and MIG parents)
+    gpus_used_before: int
+    gpus_used: int
+    devices: int  # GPU-driver devices published (full GPUs, MIG devices or placements)
+    devices_used: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"pool": self.pool, "allocation": self.allocation, "nodes": self.nodes, "gpus": self.gpus,
+                "before": {"gpusUsed": self.gpus_used_before}, "after": {"gpusUsed": self.gpus_used},
+                "devices": self.devices, "devicesUsed": self.devices_used}
+
+
+@dataclass(frozen=True)
+class AllocationPlan:
+    cluster: str
+    kubernetes: str
+    driver: str
+    inventory: str  # "synthesized" or the --slices file
+    nodes: int
+    devices: int
+    pods: tuple[PodOutcome, ...]
+    pools: tuple[PoolUsage, ...]
+    warnings: tuple[Diagnostic, ...] = ()
+
+    @property
+    def feasible(self) -> bool:
+        return all(p.placed for p in self.pods)
+
+    @property
+    def unplaced(self) -> list[PodOutcome]:
+        return [p for p in self.pods if not p.placed]
+
+    def diagnostics(self) -> list[Diagnostic]:
+        return [p.diagnostic(self.cluster) for p in self.unplaced]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "cluster": self.cluster, "kubernetes": self.kubernetes, "draDriver": self.driver, "feasible": self.feasible,
+            "inventory": {"source": self.inventory, "nodes": self.nodes, "devices": self.devices},
+            "pods": [p.as_dict() for p in self.pods],
+            "pools": [p.as_dict() for p in self.pools],
+            "warnings": [w.as_dict() for w in self.warnings],
+        }

@@ -1,0 +1,74 @@
+"""Allocator state: what is allocated so far, kept apart from the search that reads it.
+
+Like `structured.AllocatedState` in Kubernetes: the devices in use, the shared counters each slice
+has left, and the shared ResourceClaims already allocated (pinned to their node). The search never
+writes here; a successful placement is applied with `commit`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ..inventory import Inventory
+from .pods import PodClaim
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceResult:
+    request: str  # the request, or "request/subrequest" for firstAvailable
+    device: int  # index into Inventory.devices
+    admin: bool = False  # adminAccess: does not make the device unavailable to others
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    claim: PodClaim
+    node: str
+    devices: tuple[DeviceResult, ...]
+
+
+class AllocationState:
+    def __init__(self, inventory: Inventory) -> None:
+        self.inventory = inventory
+        self.in_use = bytearray(len(inventory.devices))
+        self.pinned: dict[str, ClaimResult] = {}  # shared claim key -> its allocation
+        self._counters: dict[int, dict[str, dict[str, int | Fraction]]] = {}
+        # Devices not in use, per node they are bound to (None: node-independent slices), any driver: a node
+        # with fewer than a pod needs is skipped without a search.
+        self._free: dict[str | None, int] = {}
+        for device in inventory.devices:
+            node = self._node(device)
+            self._free[node] = self._free.get(node, 0) + 1
+
+    def _node(self, device) -> str | None:
+        return device.node_name or self.inventory.slices[device.slice_index].node_name
+
+    def free_on(self, node: str) -> int:
+        """An upper bound of the devices still free for a pod on `node`."""
+        return self._free.get(node, 0) + self._free.get(None, 0)
+
+    def counters(self, slice_index: int) -> dict[str, dict[str, int | Fraction]]:
+        """What is left of a slice's shared counters (counter sets are per slice in 1.34)."""
+        left = self._counters.get(slice_index)
+        if left is None:
+            shared = self.inventory.slices[slice_index].shared_counters
+            left = self._counters[slice_index] = {name: {c: q.value for c, q in counters.items()} for name, counters in shared.items()}
+        return left
+
+    def commit(self, results: list[ClaimResult]) -> None:
+        devices = self.inventory.devices
+        for result in results:
+            for picked in result.devices:
+                if picked.admin:
+                    continue  # admin access is not an allocation others have to respect
+                self.in_use[picked.device] = 1
+                device = devices[picked.device]
+                self._free[self._node(device)] -= 1
+                for use in device.consumes:
+                    left = self.counters(device.slice_index).get(use.counter_set)
+                    if left is not None:
+                        for name, quantity in use.counters:
+                            left[name] = left.get(name, 0) - quantity.value
+            if result.claim.shared:
+                self.pinned[result.claim.key] = result

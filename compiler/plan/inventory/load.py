@@ -1,0 +1,334 @@
+"""A real inventory: ResourceSlices exported with `kubectl get resourceslices -o yaml` (or `-o json`).
+
+The export is a `List` of ResourceSlices in whatever resource.k8s.io version the server serves.
+Each pool keeps only its newest generation; a pool with fewer slices than its resourceSliceCount
+is incomplete and one that repeats a device name across slices is invalid: both are reported (the
+scheduler uses incomplete pools for ExactCount but refuses them for All, and refuses invalid pools).
+Malformed input is an error naming file, line and field.
+
+Small files go through the project's line-tracking YAML loader (duplicate keys refused, every line
+known). An export of thousands of nodes is tens of megabytes, which that loader reads slowly, so
+large files are read with libyaml or json and lines are looked up only if there is an error to show.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from ...cel import Quantity, QuantityError, SemverError
+from ...diagnostics import Diagnostic, InputError, format_path
+from ...load.yaml_source import SourceDoc, decode, parse_documents
+from ...validate.resolved import ResolvedCluster
+from ...validate.types import DNS_LABEL
+from .codec import NESTED_DEVICE_APIS, counter_use, decode_attribute, qualify
+from .model import CounterUse, Device, Inventory, NodeInfo, ResourceSlice, build_inventory, natural_key
+
+API_VERSIONS = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1")
+LIST_KINDS = ("List", "ResourceSliceList")
+TRACKED_BYTES = 4 * 1024 * 1024  # above this, parse fast and find lines only when needed
+MAX_BYTES = 1024 * 1024 * 1024
+NODE_SELECTION = ("nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelection")
+EXPORT_HINT = "export the slices with `kubectl get resourceslices -o yaml > slices.yaml`"
+
+Location = tuple[int, tuple]  # (document index, field path)
+
+
+class _Source:
+    """The parsed documents of one file and, lazily, the line of any field."""
+
+    def __init__(self, path: Path) -> None:
+        self.display = str(path)
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise InputError([Diagnostic(self.display, 0, "--slices", f"cannot read the slices file: {exc.strerror}", EXPORT_HINT)]) from None
+        self.text = decode(data, self.display, MAX_BYTES)
+        self._tracked: list[SourceDoc] | None = None
+        if len(data) <= TRACKED_BYTES:
+            self._tracked = parse_documents(self.text, self.display, max_nodes=10**8)
+            self.documents = [d.value for d in self._tracked]
+        else:
+            self.documents = self._fast()
+
+    def _fast(self) -> list[Any]:
+        try:
+            if self.text.lstrip().startswith("{"):
+                return [json.loads(self.text)]
+            return [d for d in yaml.load_all(self.text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d is not None]
+        except (ValueError, yaml.YAMLError):
+            self._tracked = parse_documents(self.text, self.display, max_nodes=10**8)  # raises with the line
+            return [d.value for d in self._tracked]
+
+    @property
+    def large(self) -> bool:
+        return self._tracked is None
+
+    def line(self, where: Location) -> int:
+        if self._tracked is None:
+            self._tracked = parse_documents(self.text, self.display, max_nodes=10**8)
+        doc, path = where
+        return self._tracked[doc].line_of(path) if doc < len(self._tracked) else 0
+
+    def diagnostic(self, where: Location, message: str, hint: str = "", severity: str = "error", cheap: bool = False) -> Diagnostic:
+        line = 0 if cheap and self.large else self.line(where)
+        return Diagnostic(self.display, line, format_path(where[1]), message, hint, severity)  # type: ignore[arg-type]
+
+
+class _Reader:
+    """Walks plain values, collecting every problem with where it is."""
+
+    def __init__(self) -> None:
+        self.problems: list[tuple[Location, str, str]] = []
+
+    def fail(self, where: Location, message: str, hint: str = "") -> None:
+        self.problems.append((where, message, hint))
+
+    def get(self, value: dict, key: str, where: Location, kind: type | tuple, required: bool = True, what: str = "") -> Any:
+        doc, path = where
+        if key not in value or value[key] is None:
+            if required:
+                self.fail((doc, path + (key,)), f"required field '{key}' is missing" + (f" ({what})" if what else ""))
+            return None
+        found = value[key]
+        if not isinstance(found, kind) or (kind is int and isinstance(found, bool)):
+            names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+            expected = {"dict": "a mapping", "list": "a list", "str": "a string", "int": "an integer", "bool": "true or false"}.get(names, names)
+            self.fail((doc, path + (key,)), f"must be {expected}, got {type(found).__name__}")
+            return None
+        return found
+
+
+def _quantity(reader: _Reader, raw: Any, where: Location) -> Quantity | None:
+    value = raw.get("value") if isinstance(raw, dict) else None
+    if value is None:
+        reader.fail(where, "must be a mapping with a `value` quantity, e.g. {value: 80Gi}")
+        return None
+    try:
+        return Quantity.parse(value)
+    except QuantityError as exc:
+        reader.fail((where[0], where[1] + ("value",)), str(exc))
+        return None
+
+
+def _counters(reader: _Reader, raw: Any, where: Location) -> dict[str, Quantity]:
+    out: dict[str, Quantity] = {}
+    if not isinstance(raw, dict):
+        reader.fail(where, "must be a mapping of counter name to {value: quantity}")
+        return out
+    for name, value in raw.items():
+        q = _quantity(reader, value, (where[0], where[1] + (name,)))
+        if q is not None:
+            out[str(name)] = q
+    return out
+
+
+def _consumes(reader: _Reader, raw: list, where: Location) -> tuple[CounterUse, ...]:
+    out = []
+    for i, entry in enumerate(raw):
+        here = (where[0], where[1] + (i,))
+        if not isinstance(entry, dict):
+            reader.fail(here, "must be a mapping with counterSet and counters")
+            continue
+        name = reader.get(entry, "counterSet", here, str)
+        counters = _counters(reader, entry.get("counters"), (here[0], here[1] + ("counters",)))
+        if name:
+            out.append(counter_use(name, counters))
+    return tuple(out)
+
+
+def _device(reader: _Reader, raw: Any, where: Location, driver: str, api: str) -> Device | None:
+    doc, path = where
+    if not isinstance(raw, dict):
+        reader.fail(where, "a device must be a mapping with a name")
+        return None
+    name = reader.get(raw, "name", where, str)
+    if name is not None and not DNS_LABEL.match(name):
+        reader.fail((doc, path + ("name",)), f"device name '{name}' is not a DNS label")
+    nested = api in NESTED_DEVICE_APIS
+    if nested:
+        body = reader.get(raw, "basic", where, dict, what=f"{api} keeps device fields under `basic`") or {}
+        base = path + ("basic",)
+    else:
+        if "basic" in raw:
+            reader.fail((doc, path + ("basic",)), f"`basic` is the resource.k8s.io/v1beta1 device shape; this slice is {api}",
+                        "move attributes and capacity up onto the device, or fix the apiVersion")
+        body, base = raw, path
+    attributes: dict[str, dict[str, Any]] = {}
+    for key, value in (reader.get(body, "attributes", (doc, base), dict, required=False) or {}).items():
+        try:
+            domain, ident = qualify(str(key), driver)
+            attributes.setdefault(domain, {})[ident] = decode_attribute(value)
+        except (ValueError, SemverError) as exc:
+            reader.fail((doc, base + ("attributes", key)), str(exc))
+    capacity: dict[str, dict[str, Quantity]] = {}
+    for key, value in (reader.get(body, "capacity", (doc, base), dict, required=False) or {}).items():
+        q = _quantity(reader, value, (doc, base + ("capacity", key)))
+        if q is not None:
+            domain, ident = qualify(str(key), driver)
+            capacity.setdefault(domain, {})[ident] = q
+    consumes = _consumes(reader, reader.get(body, "consumesCounters", (doc, base), list, required=False) or [],
+                         (doc, base + ("consumesCounters",)))
+    if name is None:
+        return None
+    return Device(name, driver, attributes, capacity, consumes, binding_conditions=bool(body.get("bindingConditions")),
+                  node_name=body.get("nodeName") if isinstance(body.get("nodeName"), str) else None,
+                  all_nodes=body.get("allNodes") is True)
+
+
+def _slice(reader: _Reader, raw: Any, where: Location, source: _Source) -> ResourceSlice | None:
+    doc, path = where
+    if not isinstance(raw, dict):
+        reader.fail(where, "a list item must be a ResourceSlice mapping")
+        return None
+    api, kind = raw.get("apiVersion"), raw.get("kind")
+    if kind != "ResourceSlice":
+        reader.fail((doc, path + ("kind",)), f"expected kind ResourceSlice, got {kind!r}", EXPORT_HINT)
+        return None
+    if api not in API_VERSIONS:
+        reader.fail((doc, path + ("apiVersion",)), f"apiVersion {api!r} is not a resource.k8s.io version with "
+                    f"structured parameters ({', '.join(API_VERSIONS)})")
+        return None
+    metadata = reader.get(raw, "metadata", where, dict) or {}
+    name = reader.get(metadata, "name", (doc, path + ("metadata",)), str)
+    spec = reader.get(raw, "spec", where, dict)
+    if spec is None:
+        return None
+    here = (doc, path + ("spec",))
+    driver = reader.get(spec, "driver", here, str)
+    pool = reader.get(spec, "pool", here, dict) or {}
+    pool_where = (doc, here[1] + ("pool",))
+    pool_name = reader.get(pool, "name", pool_where, str)
+    generation = reader.get(pool, "generation", pool_where, int)
+    count = reader.get(pool, "resourceSliceCount", pool_where, int)
+    if isinstance(count, int) and count < 1:
+        reader.fail((doc, pool_where[1] + ("resourceSliceCount",)), "must be at least 1")
+    chosen = [k for k in NODE_SELECTION if spec.get(k) not in (None, False)]
+    if len(chosen) != 1:
+        reader.fail(here, f"exactly one of {', '.join(NODE_SELECTION)} must be set, found {', '.join(chosen) or 'none'}")
+    devices: list[Device] = []
+    seen: dict[str, int] = {}
+    for i, raw_device in enumerate(reader.get(spec, "devices", here, list, required=False) or []):
+        device = _device(reader, raw_device, (doc, here[1] + ("devices", i)), driver or "", api)
+        if device is None:
+            continue
+        if device.name in seen:
+            first = source.line((doc, here[1] + ("devices", seen[device.name], "name")))
+            reader.fail((doc, here[1] + ("devices", i, "name")), f"duplicate device name '{device.name}' in slice {name} "
+                        f"(first at line {first})", "device names are unique within a pool; re-export the slices")
+        seen.setdefault(device.name, i)
+        devices.append(device)
+    shared: dict[str, dict[str, Quantity]] = {}
+    for i, entry in enumerate(reader.get(spec, "sharedCounters", here, list, required=False) or []):
+        set_where = (doc, here[1] + ("sharedCounters", i))
+        set_name = reader.get(entry, "name", set_where, str) if isinstance(entry, dict) else None
+        if set_name:
+            shared[set_name] = _counters(reader, entry.get("counters"), (doc, set_where[1] + ("counters",)))
+    if None in (name, driver, pool_name, generation, count):
+        return None
+    node_selector = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), dict) else None
+    return ResourceSlice(name, driver, pool_name, generation, count, devices,
+                         node_name=spec.get("nodeName") if isinstance(spec.get("nodeName"), str) else None,
+                         all_nodes=spec.get("allNodes") is True, node_selector=node_selector,
+                         per_device_node_selection=spec.get("perDeviceNodeSelection") is True,
+                         shared_counters=shared)
+
+
+def _items(reader: _Reader, documents: list[Any]) -> list[tuple[Location, Any]]:
+    items: list[tuple[Location, Any]] = []
+    for doc, value in enumerate(documents):
+        kind = value.get("kind") if isinstance(value, dict) else None
+        if kind in LIST_KINDS:
+            entries = value.get("items")
+            if not isinstance(entries, list):
+                reader.fail((doc, ("items",)), "a List needs an `items` list")
+                continue
+            items.extend(((doc, ("items", i)), item) for i, item in enumerate(entries))
+        elif kind == "ResourceSlice":
+            items.append(((doc, ()), value))
+        else:
+            reader.fail((doc, ("kind",)), f"expected a List of ResourceSlices, got {'kind ' + repr(kind) if kind else 'no kind'}", EXPORT_HINT)
+    return items
+
+
+def _node_pool(name: str, cluster: ResolvedCluster) -> str | None:
+    for pool in cluster.pools:
+        if pool.spec.node_names and name in pool.spec.node_names:
+            return pool.name
+    for pool in cluster.pools:
+        if not pool.spec.node_names and re.fullmatch(re.escape(pool.name) + r"-\d+", name):
+            return pool.name
+    return None
+
+
+def _nodes(slices: list[ResourceSlice], cluster: ResolvedCluster, labels: dict[str, dict[str, str]]) -> list[NodeInfo]:
+    names = {s.node_name for s in slices if s.node_name} | {d.node_name for s in slices for d in s.devices if d.node_name}
+    order = {p.name: i for i, p in enumerate(cluster.pools)}
+    nodes = []
+    for name in names:
+        pool = _node_pool(name, cluster)  # type: ignore[arg-type]
+        nodes.append(NodeInfo(name, pool, tuple(sorted(labels.get(pool or "", {}).items()))))  # type: ignore[arg-type]
+    return sorted(nodes, key=lambda n: (order.get(n.pool or "", len(order)), natural_key(n.name)))
+
+
+def _pool_warnings(inventory: Inventory, slices: list[ResourceSlice], locate: Callable[[ResourceSlice, str, str], Diagnostic]) -> list[Diagnostic]:
+    first: dict[tuple[str, str], ResourceSlice] = {}
+    for s in slices:
+        first.setdefault((s.driver, s.pool), s)
+    out = []
+    stale = [s for s in slices if s.generation < inventory.pools[(s.driver, s.pool)].generation]
+    for key, pool in inventory.pools.items():
+        s = first[key]
+        if pool.incomplete:
+            out.append(locate(s, f"resource pool {pool.driver}/{pool.name} is incomplete: {pool.slices} of {pool.expected} "
+                                 f"slices at generation {pool.generation}",
+                              "the driver may still be publishing; re-export, or the scheduler refuses allocationMode All there"))
+        if pool.invalid:
+            out.append(locate(s, f"resource pool {pool.driver}/{pool.name} is invalid: device '{pool.duplicate}' appears in "
+                                 "more than one of its slices", "the scheduler refuses to allocate from an invalid pool"))
+    for s in stale:
+        out.append(locate(s, f"slice {s.name} belongs to generation {s.generation} of pool {s.driver}/{s.pool}; "
+                             f"generation {inventory.pools[(s.driver, s.pool)].generation} replaces it", "ignored, as the scheduler does"))
+    return out
+
+
+def load_slices(path: str | Path, cluster: ResolvedCluster, node_labels: dict[str, dict[str, str]] | None = None) -> Inventory:
+    """The inventory a `kubectl get resourceslices` export describes; InputError (exit 2) on malformed input."""
+    source = _Source(Path(path))
+    reader = _Reader()
+    items = _items(reader, source.documents)
+    located: list[tuple[Location, ResourceSlice]] = []
+    for where, raw in items:
+        s = _slice(reader, raw, where, source)
+        if s is not None:
+            located.append((where, s))
+    if not items and not reader.problems:
+        reader.fail((0, ()), "the file holds no ResourceSlice", EXPORT_HINT)
+    if reader.problems:
+        raise InputError([source.diagnostic(w, m, h) for w, m, h in reader.problems])
+    slices = [s for _, s in located]
+    where_of = {id(s): w for w, s in located}
+    inventory = build_inventory(cluster.name, source.display, _api(items),
+                                slices, _nodes(slices, cluster, node_labels or {}))
+
+    def locate(s: ResourceSlice, message: str, hint: str) -> Diagnostic:
+        return source.diagnostic(where_of[id(s)], message, hint, severity="warning", cheap=True)
+
+    warnings = _pool_warnings(inventory, slices, locate)
+    strangers = [n.name for n in inventory.nodes if n.pool is None]
+    if strangers:
+        shown = ", ".join(strangers[:5]) + (f" and {len(strangers) - 5} more" if len(strangers) > 5 else "")
+        warnings.append(Diagnostic(source.display, 0, "(nodes)",
+                                   f"{len(strangers)} node(s) belong to no node pool of cluster '{cluster.name}': {shown}",
+                                   "list them in the pool's nodePools[].nodeNames (or name them <pool>-<i>) so their GPUs "
+                                   "count towards that pool", "warning"))
+    inventory.warnings = tuple(warnings)
+    return inventory
+
+
+def _api(items: list[tuple[Location, Any]]) -> str:
+    return next((raw.get("apiVersion") for _, raw in items if isinstance(raw, dict)), API_VERSIONS[0])

@@ -1,0 +1,146 @@
+"""The device inventory of a cluster: ResourceSlices, their devices, and the nodes they sit on.
+
+One representation serves both sources (slices gpuc synthesizes from the intents, and slices a
+user exports from a real cluster), so the allocator never knows which it got. Attribute and
+capacity names are stored qualified by domain, as CEL sees them; the driver's own domain is
+dropped again only when slices are written out.
+
+Order is part of the contract (the allocator's device order, documented in the report): nodes in
+the cluster's pool order then node order, and on each node the resource pools by (driver, pool
+name), slices by name, devices in slice order. `Inventory.devices[i].index == i` in that order.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Union
+
+from ...cel import Quantity, Semver
+from ...diagnostics import Diagnostic
+
+AttrValue = Union[bool, int, str, Semver]
+
+
+@dataclass(frozen=True, slots=True)
+class CounterUse:
+    counter_set: str
+    counters: tuple[tuple[str, Quantity], ...]
+
+
+@dataclass(eq=False, slots=True)
+class Device:
+    name: str
+    driver: str
+    attributes: dict[str, dict[str, AttrValue]]  # domain -> name -> value
+    capacity: dict[str, dict[str, Quantity]]  # domain -> name -> quantity
+    consumes: tuple[CounterUse, ...] = ()
+    binding_conditions: bool = False  # needs DRADeviceBindingConditions (alpha): never selectable in 1.34 defaults
+    node_name: str | None = None  # per-device node selection (perDeviceNodeSelection slices)
+    all_nodes: bool = False
+    index: int = -1  # position in Inventory.devices
+    slice_index: int = -1  # position in Inventory.slices
+
+    def attribute(self, qualified: str) -> AttrValue | None:
+        domain, _, name = qualified.rpartition("/")
+        return self.attributes.get(domain or self.driver, {}).get(name)
+
+
+@dataclass(eq=False, slots=True)
+class ResourceSlice:
+    name: str
+    driver: str
+    pool: str
+    generation: int
+    slice_count: int
+    devices: list[Device]
+    node_name: str | None = None
+    all_nodes: bool = False
+    node_selector: dict | None = None
+    per_device_node_selection: bool = False
+    shared_counters: dict[str, dict[str, Quantity]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    name: str
+    pool: str | None  # the gpuc node pool it belongs to, when known
+    labels: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PoolState:
+    """A DRA resource pool (driver, pool name) at its newest generation."""
+
+    driver: str
+    name: str
+    generation: int
+    slices: int
+    expected: int
+    duplicate: str = ""  # a device name that repeats across the pool's slices: the pool is invalid
+
+    @property
+    def incomplete(self) -> bool:
+        return self.slices != self.expected
+
+    @property
+    def invalid(self) -> bool:
+        return bool(self.duplicate)
+
+
+@dataclass
+class Inventory:
+    cluster: str
+    source: str  # "synthesized" or the file the slices came from
+    api_version: str
+    nodes: tuple[NodeInfo, ...]
+    slices: tuple[ResourceSlice, ...]
+    devices: tuple[Device, ...]
+    pools: dict[tuple[str, str], PoolState]
+    warnings: tuple[Diagnostic, ...] = ()
+    by_name: dict[str, NodeInfo] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.by_name = {n.name: n for n in self.nodes}
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(name: str) -> tuple:
+    """node-9 before node-10."""
+    return tuple(int(p) if p.isdigit() else p for p in _DIGITS.split(name))
+
+
+def build_inventory(cluster: str, source: str, api_version: str, slices: list[ResourceSlice], nodes: list[NodeInfo],
+                    warnings: list[Diagnostic] | None = None) -> Inventory:
+    """Keep each pool's newest generation, judge completeness, fix the documented order, index devices."""
+    newest: dict[tuple[str, str], int] = {}
+    for s in slices:
+        key = (s.driver, s.pool)
+        newest[key] = max(newest.get(key, s.generation), s.generation)
+    current = [s for s in slices if s.generation == newest[(s.driver, s.pool)]]
+    grouped: dict[tuple[str, str], list[ResourceSlice]] = {}
+    for s in current:
+        grouped.setdefault((s.driver, s.pool), []).append(s)
+    pools: dict[tuple[str, str], PoolState] = {}
+    for key in sorted(newest):
+        members = grouped[key]
+        seen: set[str] = set()
+        duplicate = ""
+        for s in members:
+            for d in s.devices:
+                if d.name in seen and not duplicate:
+                    duplicate = d.name
+                seen.add(d.name)
+        pools[key] = PoolState(key[0], key[1], newest[key], len(members), members[0].slice_count, duplicate)
+    rank = {n.name: i for i, n in enumerate(nodes)}
+    last = len(nodes)
+    current.sort(key=lambda s: (rank.get(s.node_name or "", last), s.driver, s.pool, s.name))
+    devices: list[Device] = []
+    for si, s in enumerate(current):
+        for d in s.devices:
+            d.index = len(devices)
+            d.slice_index = si
+            devices.append(d)
+    return Inventory(cluster, source, api_version, tuple(nodes), tuple(current), tuple(devices), pools, tuple(warnings or ()))

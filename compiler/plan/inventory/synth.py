@@ -1,0 +1,328 @@
+"""The ResourceSlices the NVIDIA DRA driver of a cluster's version would publish for its node pools.
+
+Per node: one pool named after the node, holding the GPU plugin's slices (full GPUs, or the
+pre-created MIG devices of a static layout with no full-GPU device, or with DynamicMIG the full GPU
+plus every possible MIG placement consuming the GPU's shared counters in the same slice, as 1.34
+requires) and, when compute domains are enabled, the compute-domain plugin's slice with its two
+devices. Which attributes appear, and under which names, comes from the driver line's facts
+(facts/data/dra_driver.yaml); host facts (PCI addresses, UUIDs) are synthetic but stable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid as uuidlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ...cel import Quantity, Semver
+from ...facts.catalog import GpuModel, MigProfile, host_defaults
+from ...facts.driver import (
+    AttributeFact, DriverLine, compute_domain_devices, device_attributes, device_capacities, dynamic_mig, gates_on,
+    static_mig_memory_slice,
+)
+from ...facts.mig import fit_mix
+from ...facts.platform import dra_limits
+from ...validate.resolved import ResolvedCluster, ResolvedPool
+from ...validate.types import normalize_version
+from .codec import decode_attribute, qualify
+from .model import AttrValue, CounterUse, Device, Inventory, NodeInfo, ResourceSlice, build_inventory
+
+GPU_DRIVER = "gpu.nvidia.com"
+SYNTHESIZED = "synthesized"
+
+
+@dataclass(frozen=True)
+class DriverSetup:
+    """What the deployed chart runs, read from the compiled release values."""
+
+    line: DriverLine
+    gpus: bool  # resources.gpus.enabled: the GPU kubelet plugin publishes slices
+    compute_domains: bool  # resources.computeDomains.enabled: the compute-domain plugin does
+    gates: frozenset[str]  # driver feature gates that are on
+
+
+def driver_setup(line: DriverLine, values: dict[str, Any]) -> DriverSetup:
+    resources = values.get("resources", {})
+    gates = {name for name, g in gates_on(line).items() if g.default}
+    for name, on in (values.get("featureGates") or {}).items():
+        (gates.add if on is True else gates.discard)(name)
+    return DriverSetup(line, resources.get("gpus", {}).get("enabled", True) is True,
+                       resources.get("computeDomains", {}).get("enabled", True) is True, frozenset(gates))
+
+
+@dataclass(frozen=True)
+class _Gpu:
+    index: int
+    uuid: str
+    bus_id: str
+    root: str
+    numa: int
+    partitions: dict[int, int]  # NVLink partition size -> partition id
+
+
+@dataclass(frozen=True)
+class _Host:
+    model: GpuModel
+    compute_capability: Semver
+    driver_version: Semver
+    cuda_version: Semver
+    addressing_mode: str
+    setup: DriverSetup
+    fabric: bool  # partition attributes are published (gate on, pool has an NVLink fabric)
+
+
+@dataclass(frozen=True)
+class _Ctx:
+    """One device being built: a full GPU or a MIG device on `gpu`."""
+
+    host: _Host
+    gpu: _Gpu
+    type: str
+    uuid: str | None
+    index: int
+    profile: str | None = None
+
+
+def _partition(size: int) -> Callable[[_Ctx], AttrValue | None]:
+    return lambda c: c.gpu.partitions.get(size) if c.host.fabric else None
+
+
+# Where each published attribute's value comes from; the driver facts decide which names a line publishes.
+_VALUES: dict[str, Callable[[_Ctx], AttrValue | None]] = {
+    "type": lambda c: c.type,
+    "uuid": lambda c: c.uuid,
+    "minor": lambda c: c.gpu.index,
+    "index": lambda c: c.index,
+    "parentIndex": lambda c: c.gpu.index,
+    "parentUUID": lambda c: c.gpu.uuid,
+    "profile": lambda c: c.profile,
+    "productName": lambda c: c.host.model.product_name,
+    "brand": lambda c: c.host.model.brand,
+    "architecture": lambda c: c.host.model.architecture,
+    "cudaComputeCapability": lambda c: c.host.compute_capability,
+    "driverVersion": lambda c: c.host.driver_version,
+    "cudaDriverVersion": lambda c: c.host.cuda_version,
+    "pcieBusID": lambda c: c.gpu.bus_id,
+    "resource.kubernetes.io/pciBusID": lambda c: c.gpu.bus_id,
+    "resource.kubernetes.io/pcieRoot": lambda c: c.gpu.root,
+    "addressingMode": lambda c: c.host.addressing_mode,
+    "resource.kubernetes.io/numaNode": lambda c: c.gpu.numa,
+    "gpuModuleID": lambda c: c.gpu.index + 1 if c.host.fabric else None,
+    "partition1": _partition(1),
+    "partition2": _partition(2),
+    "partition4": _partition(4),
+    "partition8": _partition(8),
+}
+
+
+def _stable_uuid(*parts: object) -> str:
+    digest = hashlib.sha256("/".join(str(p) for p in parts).encode()).digest()
+    return str(uuidlib.UUID(bytes=digest[:16], version=4))
+
+
+def partition_ids(gpus: int) -> dict[int, dict[int, int]]:
+    """GPU index -> {partition size: partition id}, numbered like Fabric Manager's default table for an
+    HGX baseboard: the whole board is id 0, then the halves, the pairs, the single GPUs."""
+    table: dict[int, dict[int, int]] = {i: {} for i in range(gpus)}
+    base, size = 0, gpus
+    while size >= 1:
+        for i in range(gpus):
+            table[i][size] = base + i // size
+        base += gpus // size
+        size //= 2
+    return table
+
+
+Plan = list[tuple[Callable[[_Ctx], AttrValue | None], str, str]]
+
+
+def _attribute_plan(facts: dict[str, AttributeFact], gates: frozenset[str]) -> Plan:
+    """(value source, domain, name) of each attribute a device type publishes with these gates, resolved once per pool."""
+    plan = []
+    for name, fact in facts.items():
+        if not fact.when or fact.when in gates:
+            domain, ident = qualify(name, GPU_DRIVER)
+            plan.append((_VALUES[name], domain, ident))
+    return plan
+
+
+def _attributes(ctx: _Ctx, plan: Plan) -> dict[str, dict[str, AttrValue]]:
+    out: dict[str, dict[str, AttrValue]] = {}
+    for source, domain, ident in plan:
+        value = source(ctx)
+        if value is not None:
+            values = out.get(domain)
+            if values is None:
+                values = out[domain] = {}
+            values[ident] = value
+    return out
+
+
+def _mig_name(line: DriverLine, gpu: int, profile: MigProfile, start: int) -> str:
+    compact = profile.name.replace(".", "").replace("+", "-")
+    return line.mig_device_name.format(parentMinor=gpu, giProfileId=profile.gi_profile_id, placementStart=start,
+                                       placementSize=profile.memory_slices, profileCompact=compact)
+
+
+def _profile_capacity(profile: MigProfile) -> dict[str, Quantity]:
+    caps = {name: Quantity(value) for name, value in profile.capacities}
+    caps["memory"] = Quantity.of_bytes(profile.memory_bytes)
+    return {name: caps[name] for name in device_capacities("mig")}
+
+
+class _Builder:
+    """Devices of one node pool; all per-pool facts looked up once."""
+
+    def __init__(self, cluster: ResolvedCluster, pool: ResolvedPool, setup: DriverSetup) -> None:
+        defaults = host_defaults()
+        model = pool.gpu
+        self.cluster, self.pool, self.setup = cluster, pool, setup
+        self.host = _Host(
+            model=model,
+            compute_capability=Semver.parse(normalize_version(model.compute_capability)),
+            driver_version=Semver.parse(normalize_version(pool.spec.driver_version or defaults["driverVersion"])),
+            cuda_version=Semver.parse(normalize_version(defaults["cudaDriverVersion"])),
+            addressing_mode=model.addressing_mode or defaults["addressingMode"],
+            setup=setup,
+            fabric="FabricManagerPartitioning" in setup.gates and bool(pool.partitions),
+        )
+        self.defaults = defaults
+        self.gpu_facts = _attribute_plan(device_attributes(setup.line, "gpu"), setup.gates)
+        self.mig_facts = _attribute_plan(device_attributes(setup.line, "mig"), setup.gates)
+        self.partitions = partition_ids(pool.spec.gpu.count)
+        self.offered = set(pool.partitions)
+        self.full_capacity = {GPU_DRIVER: {"memory": Quantity.of_bytes(model.memory_bytes)}}
+        placements = fit_mix(model.mig, dict(pool.mig_layout)).placements if pool.mig_layout and model.mig else ()
+        self.static_layout = _static_layout(model, placements) if placements else []
+        self.dynamic = pool.mig_dynamic and model.mig is not None
+        self.dynamic_facts = dynamic_mig()
+        self.dynamic_layout = _dynamic_layout(model) if self.dynamic else ({}, (), [])
+
+    def gpu(self, node: str, i: int) -> _Gpu:
+        defaults = self.defaults
+        count = self.pool.spec.gpu.count
+        parts = {size: pid for size, pid in self.partitions[i].items() if size in self.offered}
+        return _Gpu(i, "GPU-" + _stable_uuid(self.cluster.name, node, i), defaults["pciBusIds"][i], defaults["pcieRoots"][i],
+                    i * defaults["numaNodes"] // count, parts)
+
+    def groups(self, node: str) -> list[tuple[list[Device], dict[str, dict[str, Quantity]]]]:
+        """Per GPU: its devices and the counter sets they consume (kept together in one slice)."""
+        out = []
+        for i in range(self.pool.spec.gpu.count):
+            gpu = self.gpu(node, i)
+            if self.dynamic:
+                out.append(self._dynamic(gpu))
+            elif self.static_layout:
+                out.append((self._static_mig(gpu), {}))
+            else:
+                ctx = _Ctx(self.host, gpu, "gpu", gpu.uuid, i)
+                out.append(([Device(f"gpu-{i}", GPU_DRIVER, _attributes(ctx, self.gpu_facts), self.full_capacity)], {}))
+        return out
+
+    def _static_mig(self, gpu: _Gpu) -> list[Device]:
+        devices = []
+        for n, (profile, start, capacity) in enumerate(self.static_layout):
+            ctx = _Ctx(self.host, gpu, "mig", "MIG-" + _stable_uuid(gpu.uuid, profile.name, start), n, profile.name)
+            devices.append(Device(_mig_name(self.setup.line, gpu.index, profile, start), GPU_DRIVER,
+                                  _attributes(ctx, self.mig_facts), capacity))
+        return devices
+
+    def _dynamic(self, gpu: _Gpu) -> tuple[list[Device], dict[str, dict[str, Quantity]]]:
+        counter_set = self.dynamic_facts.counter_set.format(minor=gpu.index)
+        full_capacity, totals, placements = self.dynamic_layout
+        ctx = _Ctx(self.host, gpu, "gpu", gpu.uuid, gpu.index)
+        devices = [Device(f"gpu-{gpu.index}", GPU_DRIVER, _attributes(ctx, self.gpu_facts), full_capacity,
+                          (CounterUse(counter_set, totals),))]
+        for profile, start, capacity, use in placements:
+            # A placement is not a MIG device yet: it has no MIG UUID until a claim creates it.
+            mig = _Ctx(self.host, gpu, "mig", None, gpu.index, profile.name)
+            devices.append(Device(_mig_name(self.setup.line, gpu.index, profile, start), GPU_DRIVER,
+                                  _attributes(mig, self.mig_facts), capacity, (CounterUse(counter_set, use),)))
+        return devices, {counter_set: dict(totals)}
+
+
+def _static_layout(model: GpuModel, placements: tuple[tuple[str, int], ...]) -> list[tuple[MigProfile, int, dict]]:
+    """Per pre-created MIG instance: profile, start, and its capacities (shared by every GPU with this layout)."""
+    assert model.mig is not None
+    slice_name = static_mig_memory_slice()
+    layout = []
+    for name, start in placements:
+        profile = model.mig.profiles[name]
+        caps = _profile_capacity(profile)
+        caps.update({slice_name.format(i=s): Quantity(1) for s in range(start, start + profile.memory_slices)})
+        layout.append((profile, start, {GPU_DRIVER: caps}))
+    return layout
+
+
+def _dynamic_layout(model: GpuModel) -> tuple[dict, tuple[tuple[str, Quantity], ...], list[tuple[MigProfile, int, dict, tuple]]]:
+    """DynamicMIG per GPU: the full device's capacities, the counter set's values, and every placement with the
+    counters it consumes. Identical for every GPU of a model, so built once per pool."""
+    assert model.mig is not None
+    facts = dynamic_mig()
+    profiles = list(model.mig.profiles.values())
+    full = {name: max((_profile_capacity(p)[name] for p in profiles), key=lambda q: q.value)
+            for name in device_capacities("gpuDynamicMig")}
+    totals = {facts.counters[name]: q for name, q in full.items() if name in facts.counters}
+    totals.update({facts.memory_slice_counter.format(i=s): Quantity(1) for s in range(model.mig.memory_slices)})
+    placements = []
+    for profile in profiles:
+        caps = _profile_capacity(profile)
+        for start in profile.placements:
+            use = {facts.counters[name]: q for name, q in caps.items() if name in facts.counters}
+            use.update({facts.memory_slice_counter.format(i=s): Quantity(1) for s in range(start, start + profile.memory_slices)})
+            placements.append((profile, start, {GPU_DRIVER: caps}, tuple(use.items())))
+    return {GPU_DRIVER: full}, tuple(totals.items()), placements
+
+
+def _pack(node: str, groups: list[tuple[list[Device], dict[str, dict[str, Quantity]]]]) -> list[ResourceSlice]:
+    """Split a node's GPU devices into slices within the 1.34 limits, never separating a GPU from its counters."""
+    limits = dra_limits()
+    caps = (limits["devicesPerSlice"], limits["sharedCountersPerSlice"], limits["consumedCountersPerSlice"])
+    packed: list[tuple[list[Device], dict[str, dict[str, Quantity]]]] = []
+    devices: list[Device] = []
+    counters: dict[str, dict[str, Quantity]] = {}
+    used = (0, 0, 0)
+    for group_devices, group_counters in groups:
+        add = (len(group_devices), sum(len(c) for c in group_counters.values()),
+               sum(len(u.counters) for d in group_devices for u in d.consumes))
+        if devices and any(u + a > c for u, a, c in zip(used, add, caps)):
+            packed.append((devices, counters))
+            devices, counters, used = [], {}, (0, 0, 0)
+        devices.extend(group_devices)
+        counters.update(group_counters)
+        used = (used[0] + add[0], used[1] + add[1], used[2] + add[2])
+    if devices:
+        packed.append((devices, counters))
+    return [ResourceSlice(f"{node}-{GPU_DRIVER}-{k}", GPU_DRIVER, node, 1, len(packed), devs, node_name=node, shared_counters=sets)
+            for k, (devs, sets) in enumerate(packed)]
+
+
+def _compute_domain_slice(node: str) -> ResourceSlice:
+    driver, devices = compute_domain_devices()
+    built = [Device(name, driver, {driver: {k: decode_attribute(v) for k, v in attrs.items()}}, {})
+             for name, attrs in devices.items()]
+    return ResourceSlice(f"{node}-{driver}-0", driver, node, 1, 1, built, node_name=node)
+
+
+def node_names(pool: ResolvedPool) -> list[str]:
+    """A pool's `nodeNames`, or `<pool>-<i>`."""
+    return list(pool.spec.node_names) if pool.spec.node_names else [f"{pool.name}-{i}" for i in range(pool.spec.nodes)]
+
+
+def synthesize(cluster: ResolvedCluster, chart_values: dict[str, Any],
+               node_labels: dict[str, dict[str, str]] | None = None) -> Inventory:
+    """The cluster's inventory as its DRA driver (configured by `chart_values`) would publish it."""
+    setup = driver_setup(cluster.driver, chart_values)
+    slices: list[ResourceSlice] = []
+    nodes: list[NodeInfo] = []
+    for pool in cluster.dra_pools:
+        builder = _Builder(cluster, pool, setup) if setup.gpus else None
+        labels = tuple(sorted((node_labels or {}).get(pool.name, {}).items()))
+        for node in node_names(pool):
+            nodes.append(NodeInfo(node, pool.name, labels))
+            if builder is not None:
+                slices.extend(_pack(node, builder.groups(node)))
+            if setup.compute_domains:
+                slices.append(_compute_domain_slice(node))
+    return build_inventory(cluster.name, SYNTHESIZED, cluster.api.api_version, slices, nodes)

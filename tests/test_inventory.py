@@ -1,0 +1,178 @@
+"""Synthesized inventory: what the NVIDIA DRA driver of each version publishes for a cluster's pools."""
+
+from __future__ import annotations
+
+import re
+
+import kubernetes_validate
+import pytest
+from conftest import REFERENCE, cluster_doc, compile_single, workload_doc
+
+from compiler.facts.driver import builtin_classes, driver_lines
+from compiler.plan.inventory import synthesize_for
+from compiler.plan.inventory.codec import inventory_list
+from compiler.plan.inventory.synth import _VALUES, partition_ids
+from compiler.facts import load_table
+
+GPU = "gpu.nvidia.com"
+
+
+def inventory(fleet, driver="25.12.0", kubernetes="1.34", pools=None, workloads=None, **spec):
+    path = fleet(clusters=[cluster_doc(driver=driver, kubernetes=kubernetes, pools=pools, **spec)], workloads=workloads or {})
+    return synthesize_for(compile_single(path))
+
+
+def gpu_devices(inv):
+    return [d for d in inv.devices if d.driver == GPU]
+
+
+def h100_pool(**extra):
+    return {"name": "h100", "nodes": 2, "gpu": {"model": "H100-80GB", "count": 8}, **extra}
+
+
+def a100_mig_pool(layout="all-balanced", **extra):
+    return {"name": "a100", "nodes": 1, "gpu": {"model": "A100-80GB", "count": 2}, "mig": {"layout": layout}, **extra}
+
+
+@pytest.mark.parametrize("driver, present, absent", [
+    ("25.3.2", {"index", "minor", "pcieBusID"}, {"resource.kubernetes.io/pciBusID", "addressingMode"}),
+    ("25.8.1", {"pcieBusID"}, {"index", "minor", "resource.kubernetes.io/pciBusID", "addressingMode"}),
+    ("25.12.0", {"resource.kubernetes.io/pciBusID", "addressingMode"}, {"index", "minor", "pcieBusID", "resource.kubernetes.io/numaNode"}),
+    ("0.5.0-dev", {"resource.kubernetes.io/pciBusID", "resource.kubernetes.io/numaNode"}, {"pcieBusID", "index"}),
+])
+def test_full_gpu_attribute_names_follow_the_driver_version(fleet, driver, present, absent):
+    inv = inventory(fleet, driver=driver, pools=[h100_pool()])
+    device = gpu_devices(inv)[0]
+    names = {n if d == GPU else f"{d}/{n}" for d, values in device.attributes.items() for n in values}
+    assert present <= names
+    assert not absent & names
+    assert {"type", "uuid", "productName", "brand", "architecture", "cudaComputeCapability", "driverVersion",
+            "cudaDriverVersion", "resource.kubernetes.io/pcieRoot"} <= names
+    assert device.attributes[GPU]["productName"] == "NVIDIA H100 80GB HBM3"
+    assert str(device.attributes[GPU]["cudaComputeCapability"]) == "9.0.0"
+    assert str(device.capacity[GPU]["memory"]) == "81559Mi"
+
+
+def test_one_slice_per_node_pool_named_after_the_node(fleet):
+    inv = inventory(fleet, pools=[h100_pool(nodeNames=["gpu-a", "gpu-b"]),
+                                  {"name": "l4", "nodes": 2, "gpu": {"model": "L4-24GB", "count": 1}}])
+    gpu_slices = [s for s in inv.slices if s.driver == GPU]
+    assert [(s.node_name, s.pool, s.slice_count, len(s.devices)) for s in gpu_slices] == [
+        ("gpu-a", "gpu-a", 1, 8), ("gpu-b", "gpu-b", 1, 8), ("l4-0", "l4-0", 1, 1), ("l4-1", "l4-1", 1, 1)]
+    assert [d.name for d in gpu_slices[0].devices] == [f"gpu-{i}" for i in range(8)]
+    assert [n.name for n in inv.nodes] == ["gpu-a", "gpu-b", "l4-0", "l4-1"]
+
+
+def test_device_plugin_pools_publish_nothing(fleet):
+    inv = inventory(fleet, pools=[h100_pool(), {"name": "legacy", "nodes": 3, "gpu": {"model": "L40S-48GB", "count": 4},
+                                                "allocation": "devicePlugin"}])
+    assert {s.node_name for s in inv.slices} == {"h100-0", "h100-1"}
+
+
+@pytest.mark.parametrize("driver, name", [("25.8.1", "gpu-0-mig-9-4-4"), ("25.12.0", "gpu-0-mig-3g40gb-9-4")])
+def test_static_mig_devices_replace_the_full_gpu(fleet, driver, name):
+    inv = inventory(fleet, driver=driver, pools=[a100_mig_pool()])
+    devices = gpu_devices(inv)
+    assert all(d.attributes[GPU]["type"] == "mig" for d in devices), "a GPU in MIG mode is not announced as a full GPU"
+    assert len(devices) == 2 * 4  # all-balanced A100-80GB: 2x 1g.10gb, 1x 2g.20gb, 1x 3g.40gb per GPU
+    three_g = next(d for d in devices if d.attributes[GPU]["profile"] == "3g.40gb")
+    assert three_g.name == name
+    assert {k: str(v) for k, v in three_g.capacity[GPU].items()} == {
+        "multiprocessors": "42", "copyEngines": "3", "decoders": "2", "encoders": "0", "jpegEngines": "0", "ofaEngines": "0",
+        "memory": "40192Mi", "memorySlice4": "1", "memorySlice5": "1", "memorySlice6": "1", "memorySlice7": "1"}
+    parents = {d.attributes[GPU]["parentUUID"] for d in devices}
+    assert len(parents) == 2 and all(p.startswith("GPU-") for p in parents)
+    assert all(d.attributes[GPU]["uuid"].startswith("MIG-") for d in devices)
+
+
+def test_static_mig_names_of_the_25_3_line_carry_indices(fleet):
+    inv = inventory(fleet, driver="25.3.2", pools=[a100_mig_pool([{"profile": "1g.10gb", "count": 7}])])
+    devices = gpu_devices(inv)
+    assert [d.name for d in devices[:3]] == ["gpu-0-mig-19-0-1", "gpu-0-mig-19-1-1", "gpu-0-mig-19-2-1"]
+    assert [(d.attributes[GPU]["index"], d.attributes[GPU]["parentIndex"]) for d in devices[6:8]] == [(6, 0), (0, 1)]
+
+
+def test_dynamic_mig_publishes_placements_consuming_shared_counters(fleet):
+    inv = inventory(fleet, driver="0.5.0-dev", kubernetes="1.34",
+                    pools=[{"name": "dyn", "nodes": 1, "gpu": {"model": "H100-80GB", "count": 8}, "mig": {"layout": "dynamic"}}])
+    slices = [s for s in inv.slices if s.driver == GPU]
+    limits = load_table("kubernetes")["limits"]
+    assert len(slices) == 4 and all(s.slice_count == 4 for s in slices)  # 14 counters per GPU, at most 32 per slice
+    for s in slices:
+        assert len(s.devices) <= limits["devicesPerSlice"]
+        assert sum(len(c) for c in s.shared_counters.values()) <= limits["sharedCountersPerSlice"]
+        for d in s.devices:  # 1.34: a device consumes counters of its own slice only
+            assert all(use.counter_set in s.shared_counters for use in d.consumes)
+    gpu0 = [d for d in slices[0].devices if d.name.startswith("gpu-0")]
+    full = gpu0[0]
+    assert full.name == "gpu-0" and full.attributes[GPU]["type"] == "gpu"
+    assert {c for c, _ in full.consumes[0].counters} >= {"multiprocessors", "memory-slice-0", "memory-slice-7"}
+    placements = [d for d in gpu0 if d.attributes[GPU]["type"] == "mig"]
+    assert len(placements) == 7 + 7 + 4 + 3 + 2 + 1 + 1  # every placement of every H100 profile
+    three = [d for d in placements if d.attributes[GPU]["profile"] == "3g.40gb"]
+    assert [d.name for d in three] == ["gpu-0-mig-3g40gb-9-0", "gpu-0-mig-3g40gb-9-4"]
+    assert dict(three[1].consumes[0].counters).keys() >= {"memory-slice-4", "memory-slice-7"}
+    assert "memory-slice-0" not in dict(three[1].consumes[0].counters)
+    assert "uuid" not in three[0].attributes[GPU]  # a placement has no MIG UUID until a claim creates it
+
+
+def test_partition_attributes_need_the_fabric_flavour_and_a_workload_using_it(fleet):
+    pools = [{"name": "h200", "nodes": 1, "gpu": {"model": "H200-141GB", "count": 8}, "nvlink": {"partitions": [2, 4, 8]}}]
+    fabric = {"dra.yaml": [workload_doc("allreduce", gpu={"fabric": {"partitionSize": 4}})]}
+    inv = inventory(fleet, driver="0.5.0-dev", kubernetes="1.35", pools=pools, workloads=fabric,
+                    draDriver={"fabric": "partitionAttributes"})
+    attrs = [d.attributes[GPU] for d in gpu_devices(inv)]
+    assert [(a["gpuModuleID"], a["partition8"], a["partition4"], a["partition2"]) for a in attrs] == [
+        (1, 0, 1, 3), (2, 0, 1, 3), (3, 0, 1, 4), (4, 0, 1, 4), (5, 0, 2, 5), (6, 0, 2, 5), (7, 0, 2, 6), (8, 0, 2, 6)]
+    assert "partition1" not in attrs[0]  # only the sizes the pool's fabric offers
+    plain = inventory(fleet, driver="0.5.0-dev", kubernetes="1.35", pools=pools, draDriver={"fabric": "partitionAttributes"})
+    assert "partition4" not in gpu_devices(plain)[0].attributes[GPU]  # gate FabricManagerPartitioning is off
+
+
+def test_partition_ids_follow_the_fabric_manager_table():
+    assert partition_ids(4) == {0: {4: 0, 2: 1, 1: 3}, 1: {4: 0, 2: 1, 1: 4}, 2: {4: 0, 2: 2, 1: 5}, 3: {4: 0, 2: 2, 1: 6}}
+
+
+def test_compute_domain_slice_per_node_only_when_compute_domains_are_enabled(fleet):
+    multi = {"t.yaml": [workload_doc("trainer", gpu={"count": 4, "multiNode": {"nodes": 2}})]}
+    inv = inventory(fleet, pools=[h100_pool()], workloads=multi)
+    cd = [s for s in inv.slices if s.driver == "compute-domain.nvidia.com"]
+    assert [(s.node_name, [d.name for d in s.devices]) for s in cd] == [("h100-0", ["channel-0", "daemon-0"]),
+                                                                         ("h100-1", ["channel-0", "daemon-0"])]
+    assert cd[0].devices[0].attributes == {"compute-domain.nvidia.com": {"type": "channel", "id": 0}}
+    assert not [s for s in inventory(fleet, pools=[h100_pool()]).slices if s.driver == "compute-domain.nvidia.com"]
+
+
+@pytest.mark.parametrize("kubernetes, driver, api", [("1.32", "25.8.1", "v1beta1"), ("1.33", "25.8.1", "v1beta2"),
+                                                     ("1.34", "25.12.0", "v1")])
+def test_inventory_list_is_valid_for_the_cluster_version(fleet, kubernetes, driver, api):
+    inv = inventory(fleet, driver=driver, kubernetes=kubernetes, pools=[h100_pool(), a100_mig_pool()])
+    listing = inventory_list(inv)
+    assert listing["kind"] == "List" and listing["apiVersion"] == "v1"
+    for item in listing["items"]:
+        assert item["apiVersion"] == f"resource.k8s.io/{api}"
+        kubernetes_validate.validate(item, f"{kubernetes}.0", strict=True)
+    device = listing["items"][0]["spec"]["devices"][0]
+    if api == "v1beta1":
+        assert set(device) == {"name", "basic"} and "attributes" in device["basic"]
+    else:
+        assert "basic" not in device and "attributes" in device
+        assert device["attributes"]["productName"] == {"string": "NVIDIA H100 80GB HBM3"}  # the driver's domain is implicit
+
+
+def test_every_published_attribute_has_a_value_source():
+    for device_type, attributes in load_table("dra_driver")["attributes"].items():
+        assert set(attributes) <= set(_VALUES), device_type
+
+
+def test_builtin_class_selectors_are_the_chart_templates_verbatim():
+    for line in driver_lines().values():
+        version = {"25.3": "v25.3.2", "25.8": "v25.8.1", "25.12": "v25.12.0", "0.4": "v0.4.1", "0.5": "main-0.5.0-dev"}[line.id]
+        templates = REFERENCE / "nvidia-dra-driver-gpu" / version / "templates"
+        found = {}
+        assert list(templates.glob("deviceclass-*.yaml")), templates
+        for path in templates.glob("deviceclass-*.yaml"):
+            text = path.read_text()
+            name = re.search(r"^  name: (\S+)", text, re.M).group(1)
+            found[name] = re.search(r'expression: "(.*)"', text).group(1)
+        assert {n: c.selector for n, c in builtin_classes(line).items()} == found, line.id

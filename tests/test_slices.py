@@ -1,0 +1,142 @@
+"""A real inventory: ResourceSlices exported with kubectl, loaded instead of the synthesized ones."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+import yaml
+from conftest import SLICES_FIXTURE as FIXTURE, SLICES_FIXTURE_POOLS, cluster_doc, compile_single
+
+from compiler.cel import Quantity, Semver
+from compiler.diagnostics import InputError
+from compiler.plan.inventory import load as loader
+from compiler.plan.inventory.load import load_slices
+
+GPU = "gpu.nvidia.com"
+
+
+def real_cluster(fleet, workloads=None):
+    return fleet(clusters=[cluster_doc(pools=SLICES_FIXTURE_POOLS)], workloads=workloads or {})
+
+
+def load(fleet, path: Path = FIXTURE):
+    compiled = compile_single(real_cluster(fleet))
+    return load_slices(path, compiled.cluster, compiled.node_labels)
+
+
+def fixture_line(text: str, needle: str, after: int = 0) -> int:
+    lines = FIXTURE.read_text().splitlines()
+    return next(i + 1 for i, line in enumerate(lines) if i >= after and needle in line)
+
+
+def test_the_fixture_is_what_a_1_34_api_server_serves():
+    for item in yaml.safe_load(FIXTURE.read_text())["items"]:
+        kubernetes_validate.validate(item, "1.34.0", strict=True)
+
+
+def test_loads_an_exported_list(fleet):
+    inv = load(fleet)
+    assert [(n.name, n.pool) for n in inv.nodes] == [("ip-10-0-1-17", "h100"), ("ip-10-0-1-18", "h100"), ("ip-10-0-2-40", "a100")]
+    gpus = [d for d in inv.devices if d.driver == GPU]
+    assert [d.name for d in gpus[:4]] == ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]  # generation 3 replaced generation 2
+    first = gpus[0]
+    assert first.attributes["resource.kubernetes.io"] == {"pciBusID": "0000:18:00.0", "pcieRoot": "pci0000:15"}
+    assert first.attributes[GPU]["driverVersion"] == Semver.parse("570.124.6")
+    assert first.capacity[GPU]["memory"] == Quantity.parse("81559Mi")
+    mig = [d for d in gpus if d.attributes[GPU]["type"] == "mig"]
+    assert [str(d.capacity[GPU]["memory"]) for d in mig] == ["40192Mi", "9728Mi", "9728Mi"]
+    assert inv.pools[(GPU, "ip-10-0-1-18")].incomplete
+
+
+def test_incomplete_pools_and_stale_generations_are_reported_with_their_line(fleet):
+    inv = load(fleet)
+    messages = {w.message: w for w in inv.warnings}
+    incomplete = messages["resource pool gpu.nvidia.com/ip-10-0-1-18 is incomplete: 1 of 2 slices at generation 1"]
+    assert incomplete.severity == "warning" and incomplete.file == str(FIXTURE)
+    assert incomplete.line == fixture_line("", "- apiVersion: resource.k8s.io/v1", after=fixture_line("", "ip-10-0-1-18-gpu") - 5)
+    stale = [w for w in inv.warnings if "generation 3 replaces it" in w.message]
+    assert len(stale) == 1 and "ip-10-0-1-17-gpu.nvidia.com-4rf7d" in stale[0].message
+
+
+def test_nodes_outside_every_pool_are_reported(fleet):
+    compiled = compile_single(fleet(clusters=[cluster_doc(pools=SLICES_FIXTURE_POOLS[:1])]))
+    inv = load_slices(FIXTURE, compiled.cluster, compiled.node_labels)
+    assert [n.name for n in inv.nodes if n.pool is None] == ["ip-10-0-2-40"]
+    (w,) = [w for w in inv.warnings if w.path == "(nodes)"]
+    assert w.message == "1 node(s) belong to no node pool of cluster 'c1': ip-10-0-2-40"
+
+
+def test_json_exports_load_like_yaml(fleet, tmp_path):
+    as_json = tmp_path / "slices.json"
+    as_json.write_text(json.dumps(yaml.safe_load(FIXTURE.read_text())))
+    a, b = load(fleet), load(fleet, as_json)
+    assert [(d.name, d.attributes, d.capacity) for d in a.devices] == [(d.name, d.attributes, d.capacity) for d in b.devices]
+
+
+def test_large_exports_take_the_fast_path_and_still_point_at_lines(fleet, tmp_path, monkeypatch):
+    monkeypatch.setattr(loader, "TRACKED_BYTES", 100)
+    assert len(load(fleet).devices) == len(load_slices(FIXTURE, compile_single(real_cluster(fleet)).cluster).devices)
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(FIXTURE.read_text().replace("value: 9728Mi", "value: 9.5GB", 1))
+    with pytest.raises(InputError) as exc:
+        load(fleet, broken)
+    (d,) = exc.value.diagnostics
+    assert d.line == fixture_line("", "value: 9728Mi") and "'9.5GB' is not a Kubernetes quantity" in d.message
+
+
+def _broken(tmp_path: Path, old: str, new: str, count: int = 1) -> Path:
+    text = FIXTURE.read_text()
+    assert old in text
+    path = tmp_path / "slices.yaml"
+    path.write_text(text.replace(old, new, count))
+    return path
+
+
+@pytest.mark.parametrize("old, new, path, message", [
+    ("      generation: 1\n      name: ip-10-0-1-18\n", "      generation: 1\n", "items[3].spec.pool.name",
+     "required field 'name' is missing"),
+    ("      name: gpu-1\n    driver: gpu.nvidia.com\n    nodeName: ip-10-0-1-18",
+     "      name: gpu-0\n    driver: gpu.nvidia.com\n    nodeName: ip-10-0-1-18", "items[3].spec.devices[1].name",
+     "duplicate device name 'gpu-0' in slice ip-10-0-1-18-gpu.nvidia.com-p2c6v (first at line"),
+    ("          value: 40192Mi", "          value: 40GB", "items[4].spec.devices[0].capacity.memory.value",
+     "'40GB' is not a Kubernetes quantity"),
+    ("        id:\n          int: 0\n        type:\n          string: channel",
+     "        id:\n          float: 0.5\n        type:\n          string: channel", "items[2].spec.devices[0].attributes.id",
+     "unknown attribute type 'float'"),
+    ("          version: 570.124.6\n        parentUUID:", "          version: \"570.124\"\n        parentUUID:",
+     "items[4].spec.devices[0].attributes.driverVersion",
+     "'570.124' is not a semantic version"),
+    ("    nodeName: ip-10-0-2-40\n", "", "items[4].spec", "exactly one of nodeName, nodeSelector, allNodes, perDeviceNodeSelection"),
+    ("  kind: ResourceSlice\n  metadata:\n    creationTimestamp: \"2026-08-01", "  kind: ResourceClaim\n  metadata:\n    creationTimestamp: \"2026-08-01",
+     "items[4].kind", "expected kind ResourceSlice, got 'ResourceClaim'"),
+])
+def test_malformed_exports_are_input_errors_with_file_line_and_field(fleet, tmp_path, old, new, path, message):
+    broken = _broken(tmp_path, old, new)
+    with pytest.raises(InputError) as exc:
+        load(fleet, broken)
+    (d,) = exc.value.diagnostics
+    assert d.file == str(broken) and d.path == path and message in d.message
+    assert d.line > 0 and broken.read_text().splitlines()[d.line - 1].strip(), d.render()
+
+
+def test_v1beta1_shape_under_v1_is_named(fleet, tmp_path):
+    text = FIXTURE.read_text().replace("    - attributes:\n        id:\n          int: 0\n        type:\n          string: channel\n      name: channel-0",
+                                       "    - basic:\n        attributes:\n          id:\n            int: 0\n      name: channel-0")
+    path = tmp_path / "slices.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError) as exc:
+        load(fleet, path)
+    assert "`basic` is the resource.k8s.io/v1beta1 device shape" in exc.value.diagnostics[0].message
+
+
+def test_not_a_slice_list(fleet, tmp_path):
+    path = tmp_path / "pods.yaml"
+    path.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n")
+    with pytest.raises(InputError) as exc:
+        load(fleet, path)
+    d = exc.value.diagnostics[0]
+    assert (d.line, d.path) == (2, "kind") and "expected a List of ResourceSlices, got kind 'Pod'" in d.message
+    assert "kubectl get resourceslices -o yaml" in d.hint
