@@ -7,6 +7,7 @@ The same seed and sizes always give byte-identical files.
 from __future__ import annotations
 
 import argparse
+import math
 import random
 from pathlib import Path
 
@@ -19,12 +20,44 @@ NIM_IMAGES = ["nvcr.io/nim/meta/llama-3.1-8b-instruct:1.8.3", "nvcr.io/nim/meta/
               "nvcr.io/nim/meta/llama-3.1-70b-instruct:1.8.3"]
 
 
-def cluster(i: int, nodes: int, rng: random.Random) -> dict:
+NIM_GPUS = {("1B", "bf16"): 1, ("1B", "fp8"): 1, ("8B", "bf16"): 1, ("8B", "fp8"): 1, ("70B", "bf16"): 4, ("70B", "fp8"): 2}
+HEADROOM = 1.5  # pools are sized to half again the demand, so plans fit despite whole-node requests
+
+
+def demand(workloads: list[dict]) -> dict[str, int]:
+    """GPUs each pool must provide for these workloads (a shared claim counts once)."""
+    gpus = {"h100": 0, "a100-mig": 0, "gb200": 0}
+    groups = set()
+    for w in workloads:
+        spec, gpu = w["spec"], w["spec"]["gpu"]
+        replicas = spec["replicas"]
+        if "mig" in gpu:
+            gpus["a100-mig"] += replicas
+        elif "multiNode" in gpu:
+            gpus["gb200"] += gpu["count"] * gpu["multiNode"]["nodes"] * replicas
+        elif "fabric" in gpu:
+            gpus["h100"] += gpu["fabric"]["partitionSize"] * replicas
+        elif gpu.get("sharing") in ("Shared", "TimeSlicing", "MPS"):
+            key = (w["metadata"]["namespace"], gpu.get("shareGroup") or w["metadata"]["name"])
+            gpus["h100"] += 0 if key in groups else 1
+            groups.add(key)
+        elif "model" in spec:
+            gpus["h100"] += NIM_GPUS[(spec["model"]["parameters"], spec["model"]["precision"])] * replicas
+        else:
+            gpus["h100"] += gpu["count"] * replicas
+    return gpus
+
+
+def cluster(i: int, nodes: int, workloads: list[dict]) -> dict:
     kubernetes, driver, fabric = PLATFORMS[i % len(PLATFORMS)]
+    need = demand(workloads)
+    size = lambda pool, per_node, minimum: max(minimum, math.ceil(need[pool] * HEADROOM / per_node))
     pools = [
-        {"name": "h100", "nodes": nodes, "gpu": {"model": "H100-80GB", "count": 8}, "nvlink": {"partitions": [2, 4, 8]}},
-        {"name": "a100-mig", "nodes": max(1, nodes // 4), "gpu": {"model": "A100-80GB", "count": 8}, "mig": {"layout": "all-balanced"}},
-        {"name": "gb200", "nodes": max(2, nodes // 8), "gpu": {"model": "GB200-186GB", "count": 4}, "nvlink": {"partitions": [2, 4]}},
+        {"name": "h100", "nodes": size("h100", 8, nodes), "gpu": {"model": "H100-80GB", "count": 8}, "nvlink": {"partitions": [2, 4, 8]}},
+        {"name": "a100-mig", "nodes": size("a100-mig", 8, max(1, nodes // 4)), "gpu": {"model": "A100-80GB", "count": 8},
+         "mig": {"layout": "all-balanced"}},
+        {"name": "gb200", "nodes": size("gb200", 4, max(2, nodes // 8)), "gpu": {"model": "GB200-186GB", "count": 4},
+         "nvlink": {"partitions": [2, 4]}},
     ]
     spec = {
         "kubernetesVersion": kubernetes,
@@ -75,9 +108,9 @@ def generate(out: Path, clusters: int, workloads: int, nodes: int, seed: int) ->
     rng = random.Random(seed)
     (out / "clusters").mkdir(parents=True, exist_ok=True)
     for c in range(clusters):
-        doc = cluster(c, nodes, rng)
-        (out / "clusters" / f"c{c:02d}.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
         docs = [workload(c, j, PLATFORMS[c % len(PLATFORMS)], rng) for j in range(workloads)]
+        doc = cluster(c, nodes, docs)
+        (out / "clusters" / f"c{c:02d}.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
         target = out / "workloads" / f"c{c:02d}"
         target.mkdir(parents=True, exist_ok=True)
         for start in range(0, len(docs), 100):  # 100 documents per file, like a team's folder
@@ -89,7 +122,8 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--clusters", type=int, default=20)
     parser.add_argument("--workloads", type=int, default=1000, help="workloads per cluster")
-    parser.add_argument("--nodes", type=int, default=64, help="nodes of each cluster's main H100 pool")
+    parser.add_argument("--nodes", type=int, default=8, help="at least this many nodes in each cluster's main H100 pool "
+                                                             "(pools grow to fit the generated workloads)")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
     generate(args.out, args.clusters, args.workloads, args.nodes, args.seed)

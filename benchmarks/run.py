@@ -71,7 +71,7 @@ def bench_help(repeat: int, work: Path) -> list[Measurement]:
     return [measure("`gpuc --help` start-up", gpuc("--help"), max(repeat, 10), note="heavy imports deferred")]
 
 
-def _fleet(work: Path, clusters: int, workloads: int, nodes: int = 64) -> Path:
+def _fleet(work: Path, clusters: int, workloads: int, nodes: int = 8) -> Path:
     path = work / f"fleet-{clusters}x{workloads}"
     if not path.exists():
         generate(path, clusters, workloads, nodes, seed=7)

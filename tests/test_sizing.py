@@ -95,3 +95,14 @@ def test_explain_json_and_unknown_workload():
     assert data["clusters"][0]["claim"]["kind"] == "ResourceClaimTemplate"
     result = gpuc("explain", EXAMPLES, "llama-9b")
     assert result.code == 2 and "no workload named 'llama-9b'" in result.err
+
+
+def test_the_memory_floor_sizing_adds_always_matches_the_pool_it_sized_for(fleet):
+    # 8B at fp32 with a 178k context: 35.8 GiB of weights + 43.5 GiB of KV = 79.2 GiB. That is below an
+    # H100's 79.6 GiB, but the claim's floor would be 80Gi, which no H100 has: sizing must take 2 GPUs.
+    w = workload_doc(model=nim_model("8B", precision="fp32", contextLength=178_000, concurrency=1), secrets=NIM_SECRETS)
+    path = fleet(workloads={"w.yaml": [w]})
+    plan = plan_of(compile_single(path))
+    assert 79 * GIB < plan.sizing.need < 79.6 * GIB
+    assert plan.gpus == 2 and plan.min_memory_gib == 40
+    assert gpuc("render", path, "-o", path / "out").code == 0  # the plan places it: the selector matches H100s

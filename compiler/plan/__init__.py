@@ -6,7 +6,6 @@ A plan finding is not bad input but an intent the cluster cannot satisfy (exit c
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from ..diagnostics import Findings
@@ -15,7 +14,7 @@ from ..validate.intents import GpuWorkload, Require
 from ..validate.resolved import ResolvedCluster
 from ..validate.rules import share_group_of
 from .matching import PoolMatch, match_pools
-from .sizing import GIB, Sizing, model_bytes, size_model
+from .sizing import GIB, Sizing, floor_gib, model_bytes, size_model
 
 
 @dataclass(frozen=True)
@@ -81,7 +80,7 @@ def plan_workload(cluster: ResolvedCluster, intent: Intent[GpuWorkload], fleet: 
                                       f"the model needs {sizing.total_need / GIB:.1f} GiB and does not fit 8 GPUs of any pool of cluster '{cluster.name}'",
                                       "use a lower precision, a shorter contextLength or concurrency, or bigger GPUs"))
         elif sizing.auto:
-            min_memory = math.ceil(sizing.per_gpu / GIB)
+            min_memory = floor_gib(sizing.per_gpu)
         elif sizing.per_gpu > max(c[1] for c in sizing.candidates):
             findings.add(intent.warning(("spec", "gpu", "count"),
                                         f"the model needs {sizing.per_gpu / GIB:.1f} GiB per GPU at {count} GPU(s); the largest GPU "

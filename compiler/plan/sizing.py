@@ -49,6 +49,11 @@ class Sizing:
         return math.ceil(self.total_need / self.count) if self.count else self.total_need
 
 
+def floor_gib(share: int) -> int:
+    """The per-GPU memory floor (whole GiB, rounded up) sizing adds as a selector for `share` bytes."""
+    return math.ceil(share / GIB)
+
+
 def model_need(model: ModelSpec) -> tuple[ModelShape, dict]:
     table = sizing_table()
     shape = nearest_shape(model.parameters)
@@ -82,7 +87,8 @@ def size_model(model: ModelSpec, matches: list[PoolMatch], requested: int | None
         count = None
         for tries in sizing_table()["autoCounts"]:
             share = math.ceil(total / tries)
-            fitting = [c for c in candidates if c[1] >= share and c[2] >= tries]
+            # the claim will select GPUs with at least the share rounded up to whole GiB: fit on that
+            fitting = [c for c in candidates if c[1] >= floor_gib(share) * GIB and c[2] >= tries]
             if fitting:
                 steps.append(f"{tries} GPU(s): {share / GIB:.1f} GiB each -> fits pool {fitting[0][0]} "
                              f"({fitting[0][1] / GIB:.1f} GiB x {fitting[0][2]} per node)")
@@ -91,7 +97,7 @@ def size_model(model: ModelSpec, matches: list[PoolMatch], requested: int | None
             largest = max(candidates, key=lambda c: c[1]) if candidates else None
             steps.append(f"{tries} GPU(s): {share / GIB:.1f} GiB each -> "
                          + (f"too big for the largest GPU ({largest[1] / GIB:.1f} GiB, pool {largest[0]})"
-                            if largest and largest[1] < share else
+                            if largest and largest[1] < floor_gib(share) * GIB else
                             "no pool has that many GPUs per node" if largest else "no pool can serve the workload"))
     return Sizing(
         parameters=model.parameters, precision=model.precision, weight_bytes_per_param=n["bpp"], overhead=n["overhead"],
