@@ -84,6 +84,33 @@ class _Checker:
         self._class_devices: dict[str, list[Device]] = {}
         self._floors = {p.intent.source.ref: p.min_memory_gib for p in compiled.plan.workloads}
         self.emitted_classes = {o.name for o in compiled.objects if o.kind == "DeviceClass"}
+        # Thousands of claims share a handful of selector chains: each static check and each filtering
+        # step is computed once per (device scope, selectors so far) and reused.
+        self._problems: dict[str, list[Problem]] = {}
+        self._steps: dict[tuple, tuple[list[Device], int, str]] = {}
+
+    def problems(self, text: str) -> list[Problem]:
+        found = self._problems.get(text)
+        if found is None:
+            found = self._problems[text] = check_expression(text, self.published)
+        return found
+
+    def step(self, key: tuple, text: str, devices: list[Device]) -> tuple[list[Device], int, str]:
+        """The devices of `devices` that `text` matches, how many it fails on, and the first failure."""
+        found = self._steps.get(key)
+        if found is None:
+            selector = compile_selector(text)
+            matched: list[Device] = []
+            failed, failure = 0, ""
+            for device in devices:
+                try:
+                    if selector.matches(device):
+                        matched.append(device)
+                except CelEvaluationError as exc:
+                    failed += 1
+                    failure = failure or f"{device.driver}/{device.name}: {exc}"
+            found = self._steps[key] = (matched, failed, failure)
+        return found
 
     def add(self, origin: SourceDoc, path: Path, message: str, hint: str = "", severity: str = "error") -> None:
         self.findings.append(Diagnostic(origin.file, origin.line_of(path), format_path(path), message, hint, severity))  # type: ignore[arg-type]
@@ -102,30 +129,20 @@ class _Checker:
                 f"domains the drivers publish: {', '.join(self.published.attributes)}"
         return ""
 
-    def chain(self, obj: KubeObject, label: str, texts: tuple[str, ...], devices: list[Device]) -> None:
-        """Check `texts` in order, each over the devices the earlier ones matched."""
+    def chain(self, obj: KubeObject, label: str, texts: tuple[str, ...], devices: list[Device], scope: str) -> None:
+        """Check `texts` in order, each over the devices the earlier ones matched (`scope` names `devices`)."""
         paths, base = selector_paths(obj.origin, self._floors.get(obj.origin.ref))
-        for text in texts:
+        for i, text in enumerate(texts):
             path = paths.get(text, base)
-            problems = check_expression(text, self.published)
+            problems = self.problems(text)
             for p in problems:
                 self.add(obj.origin, path, f"{label}: selector `{text}`: {p.message}", self._hint(p), p.severity)
             if any(p.severity == "error" for p in problems):
                 return
-            selector = compile_selector(text)
-            matched: list[Device] = []
-            failed = 0
-            failure = ""
-            for device in devices:
-                try:
-                    if selector.matches(device):
-                        matched.append(device)
-                except CelEvaluationError as exc:
-                    failed += 1
-                    failure = failure or f"{device.driver}/{device.name}: {exc}"
+            matched, failed, failure = self.step((scope, texts[: i + 1]), text, devices)
             if failed:
-                scope = f"every one of the {failed} devices" if failed == len(devices) else f"{failed} of {len(devices)} devices, first"
-                self.add(obj.origin, path, f"{label}: selector `{text}` fails on {scope} {failure}; the scheduler aborts "
+                scope_text = f"every one of the {failed} devices" if failed == len(devices) else f"{failed} of {len(devices)} devices, first"
+                self.add(obj.origin, path, f"{label}: selector `{text}` fails on {scope_text} {failure}; the scheduler aborts "
                          "allocation when it reaches such a device", "guard the read with has(...), or narrow the class first")
                 if failed == len(devices):
                     return
@@ -154,7 +171,7 @@ class _Checker:
             cls = parse_device_class(obj.manifest)
         except ClaimError:
             return  # a malformed class is the schema and DRA-limit checks' finding
-        self.chain(obj, f"DeviceClass {obj.name}", cls.selectors, self.devices)
+        self.chain(obj, f"DeviceClass {obj.name}", cls.selectors, self.devices, "(all devices)")
 
     def claim(self, obj: KubeObject) -> None:
         name = f"{obj.kind} {obj.namespace}/{obj.name}"
@@ -179,7 +196,7 @@ class _Checker:
                     self.add(obj.origin, ("spec", "gpu"), f"{label}: DeviceClass {cls.name} selects none of the devices of "
                              f"cluster '{self.cluster.name}'", "check the cluster's devices with `gpuc inventory`")
                     continue
-                self.chain(obj, label, option.selectors, base)
+                self.chain(obj, label, option.selectors, base, f"class {cls.name}")
         for constraint in claim.constraints:
             domain, _, attribute = constraint.attribute.rpartition("/")
             if attribute not in self.published.attributes.get(domain, {}):
