@@ -74,8 +74,8 @@ class Planner:
         needed = _free_devices_needed(todo)
         try:
             for node in candidates:
-                if self.state.free_on(node) < needed:
-                    results = None  # not enough free devices of any kind: no search can succeed
+                if self.state.free_on(node) < needed or not self._could_fit(todo, node):
+                    results = None  # not enough free devices, or too few of the right kind: no search can succeed
                 else:
                     results = allocate_on_node(node, todo, self.index, self.state)
                 if results is not None:
@@ -93,6 +93,27 @@ class Planner:
         if shape not in self._why:  # worded once per shape, with a placeholder for the workload's name
             self._why[shape] = explain(_WHO, todo, self.nodes, self.index, self.state)
         return self._failed(pod, self._why[shape].replace(_WHO, pod.workload.split("/")[-1]))
+
+    def _could_fit(self, claims: list[PodClaim], node: str) -> bool:
+        """A cheap necessary condition: every ExactCount request has an option with enough free candidates
+        on the node. Most nodes a pod cannot use (another GPU model, full) fail here without a search."""
+        in_use = self.state.in_use
+        for claim in claims:
+            for request in claim.spec.requests:  # type: ignore[union-attr]
+                for option in request.options:
+                    if option.mode != EXACT_COUNT or option.admin_access:
+                        break  # All mode and admin access are judged by the search itself
+                    need, free = option.count, 0
+                    for d in self.index.candidates(option, node):
+                        if not in_use[d]:
+                            free += 1
+                            if free >= need:
+                                break
+                    if free >= need:
+                        break
+                else:
+                    return False
+        return True
 
     def _outcome(self, pod: Pod, node: str, results: list[ClaimResult]) -> PodOutcome:
         order = {c.key: i for i, c in enumerate(pod.claims)}
