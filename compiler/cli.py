@@ -151,6 +151,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
                                      f"add --cluster (clusters: {', '.join(compilation.clusters)})")])
     plans = plan_compilation(compilation, args.slices, progress=_progress_for)
     feasible = all(p.feasible for p in plans)
+    if args.html:
+        from .emit.capacity_html import capacity_html
+        from .emit.tree import write_file
+
+        page = capacity_html(plans, f"GPU capacity: {Path(args.fleet).name}")
+        try:
+            write_file(Path(args.html), page)
+        except OSError as exc:
+            raise InputError([Diagnostic(str(args.html), 0, "--html", f"cannot write the report: {exc.strerror or exc}")]) from None
     if args.output == "json":
         print(json.dumps({"ok": feasible, "clusters": [p.as_dict() for p in plans],
                           "warnings": [w.as_dict() for w in compilation.warnings]}, indent=2))
@@ -241,6 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="render even when some pods cannot be placed on the cluster's synthesized inventory")
     plan = add("plan", cmd_plan, "place every pod's claims on the cluster's devices, offline, like the scheduler")
     plan.add_argument("--cluster", help="plan only this cluster")
+    plan.add_argument("--html", metavar="FILE", help="also write a self-contained HTML capacity report to FILE")
     plan.add_argument("--slices", metavar="FILE",
                       help="the cluster's real ResourceSlices (kubectl get resourceslices -o yaml) instead of synthesized ones")
     inventory = add("inventory", cmd_inventory, "print the ResourceSlices the cluster's DRA driver would publish")

@@ -177,3 +177,25 @@ def test_example_ci_files_parse_and_match_the_rendered_layout():
     appset = yaml.safe_load((examples / "argocd" / "applicationset.yaml").read_text())
     assert appset["spec"]["generators"][0]["git"]["directories"] == [{"path": "rendered/*"}]
     assert appset["spec"]["template"]["spec"]["source"]["path"] == "{{ .path.path }}/argocd"
+
+
+def test_a_change_the_allocator_cannot_place(repo):
+    edit(repo, "workloads/chat.yaml", [workload_doc("chat", "nim", model=nim_model("8B"), secrets=NIM_SECRETS, replicas=20, gpu={"count": 1})])
+    result = diff(repo, "--fail-on", "infeasible")
+    assert result.code == 1
+    out = result.out
+    assert "| c2 | changed | 1 changed | 1 changed | GPUs 2 -> 20 (+18) | fits -> **does not fit** | - |" in out
+    assert "cannot be placed on cluster 'c2'" in out  # the allocator's reason, under "Does not fit"
+    assert "### Capacity after the change" in out
+    assert "| h100 | 2 | 16 | 2 -> 16 |" in out  # c2's only pool fills up
+    assert "Cannot be placed (4):" in out
+
+
+def test_capacity_section_shows_pool_use_before_and_after(repo):
+    edit(repo, "workloads/chat.yaml", [workload_doc("chat", "nim", model=nim_model("8B"), secrets=NIM_SECRETS, replicas=4, gpu={"count": 1})])
+    out = diff(repo).out
+    assert "**c1**: 5 of 5 pods placed" in out
+    assert "| h100 | 2 | 16 | 2 -> 4 | `##........` 25% |" in out
+    data = json.loads(diff(repo, "--output", "json").out)
+    c1 = next(c for c in data["clusters"] if c["cluster"] == "c1")
+    assert {"pool": "h100", "gpus": 16, "gpusUsedBefore": 2, "gpusUsedAfter": 4} in c1["pools"]

@@ -66,7 +66,7 @@ def test_plan_of_the_example_fleet():
     assert "cluster prod-east: Kubernetes 1.34, DRA driver 25.12.0, synthesized inventory (10 nodes, 132 devices)" in result.out
     assert "  10 of 10 pods placed" in result.out
     assert "research/notebooks            notebooks-0         gpu-a100-0  gpu: gpu-0-mig-3g40gb-9-4, gpu-0-mig-1g10gb-19-2" in result.out
-    assert "research/trainer              trainer-0-0         h100-0      gpu: gpu-0, gpu-1, gpu-2, gpu-3; channel: channel-0" in result.out
+    assert "research/trainer              trainer-0-0         gb200-0     gpu: gpu-0, gpu-1, gpu-2, gpu-3; channel: channel-0" in result.out
     assert "  l40s-legacy    3      12    -            device plugin, not planned  -" in result.out
     assert gpuc("plan", EXAMPLES).out == result.out
 
@@ -80,7 +80,7 @@ def test_plan_json_for_ci():
     pods = {p["pod"]: p for p in cluster["pods"]}
     assert pods["llama-1b-guard-0"]["claims"][0]["shared"] is True
     assert pods["llama-1b-guard-0"]["claims"][0]["devices"] == pods["qwen-1-5b-router-0"]["claims"][0]["devices"]
-    assert {p["pool"]: p["after"]["gpusUsed"] for p in cluster["pools"]} == {"h100": 16, "a100-mig": 2, "gb200": 0}
+    assert {p["pool"]: p["after"]["gpusUsed"] for p in cluster["pools"]} == {"h100": 8, "a100-mig": 2, "gb200": 8}
 
 
 def _crowded(fleet):

@@ -66,13 +66,13 @@ def test_objects_on_one_side_only_are_reported(tree, run):
 
 def test_type_changes_are_reported_even_when_python_equality_would_hide_them(tree, run):
     registered = copy.deepcopy(registered_objects(run))
-    registered[("ResourceClaimTemplate", "research", "trainer-gpu-71d9a49a")]["metadata"]["annotations"][
-        "argocd.argoproj.io/sync-wave"] = 3  # the number, where the manifest has the string "3"
+    claim = next(k for k in registered if k[0] == "ResourceClaimTemplate" and k[2].startswith("trainer-gpu-"))
+    registered[claim]["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] = 3  # the number, not the string "3"
     rendered = rendered_objects(tree)
     rendered[("NIMService", "nim-service", "llama-70b")]["spec"]["replicas"] = True  # True == 1 in Python
     assert differences(rendered, registered) == [
         "NIMService nim-service/llama-70b: spec.replicas: rendered true, Pulumi 1",
-        "ResourceClaimTemplate research/trainer-gpu-71d9a49a: metadata.annotations.argocd.argoproj.io/sync-wave: "
+        f"ResourceClaimTemplate research/{claim[2]}: metadata.annotations.argocd.argoproj.io/sync-wave: "
         "rendered \"3\", Pulumi 3",
     ]
 

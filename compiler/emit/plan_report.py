@@ -45,3 +45,32 @@ def plan_text(plan: AllocationPlan) -> str:
         lines += ["", "  cannot be placed:"]
         lines += [f"    {p.workload} {p.pod}: {p.reason}" for p in plan.unplaced]
     return "\n".join(lines) + "\n"
+
+
+def plan_markdown(plan: AllocationPlan, before: AllocationPlan | None = None) -> str:
+    """Per-pool utilisation and the pods that cannot be placed, as Markdown for a pull-request comment.
+
+    With `before`, each pool shows its GPUs in use before and after the change."""
+    lines = [f"**{plan.cluster}**: {sum(1 for p in plan.pods if p.placed)} of {len(plan.pods)} pods placed",
+             "", "| pool | nodes | GPUs | in use | utilisation |", "|---|---|---|---|---|"]
+    old = {u.pool: u for u in before.pools} if before else {}
+    for u in plan.pools:
+        if u.allocation != "dra":
+            lines.append(f"| {u.pool} | {u.nodes} | {u.gpus} | device plugin | - |")
+            continue
+        prior = old.get(u.pool)
+        used = f"{prior.gpus_used} -> {u.gpus_used}" if prior is not None and prior.gpus_used != u.gpus_used else str(u.gpus_used)
+        lines.append(f"| {u.pool} | {u.nodes} | {u.gpus} | {used} | {_bar(u.gpus_used, u.gpus)} |")
+    if plan.unplaced:
+        lines += ["", f"Cannot be placed ({len(plan.unplaced)}):"]
+        lines += [f"- `{p.workload}` {p.pod}: {p.reason}" for p in plan.unplaced[:20]]
+        if len(plan.unplaced) > 20:
+            lines.append(f"- ... and {len(plan.unplaced) - 20} more (`gpuc plan` lists them all)")
+    return "\n".join(lines) + "\n"
+
+
+def _bar(used: int, total: int, width: int = 10) -> str:
+    if not total:
+        return "-"
+    filled = round(width * used / total)
+    return f"`{'#' * filled}{'.' * (width - filled)}` {round(100 * used / total)}%"

@@ -64,7 +64,7 @@ class ClusterDiff:
     gpus: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)  # label -> (before, after); None: unknown
     feasible: tuple[bool | None, bool | None] = (None, None)  # None: the cluster does not exist on that side
     problems: list = field(default_factory=list)  # why the new side cannot be compiled or placed
-    capacity: Any = None  # per-pool use before/after, when the allocator ran
+    plans: tuple[Any, Any] = (None, None)  # AllocationPlan before and after, when that side compiled
 
     @property
     def changed(self) -> bool:
@@ -198,8 +198,20 @@ def _feasible(compilation: Compilation | None, name: str) -> bool | None:
     return True if name in compilation.clusters else None
 
 
-def compare(base: Compilation | None, head: Compilation, base_ref: str) -> FleetDiff:
-    """Both compilations should be lenient, so that an infeasible side is reported rather than fatal."""
+def _plan(compiled: CompiledCluster | None):
+    if compiled is None:
+        return None
+    from ...plan.allocator import plan_cluster_allocation
+    from ...plan.inventory import synthesize_for
+    from ...plan.inventory.bulk import bulk_objects
+
+    with bulk_objects():
+        return plan_cluster_allocation(compiled, synthesize_for(compiled))
+
+
+def compare(base: Compilation | None, head: Compilation, base_ref: str, placement: bool = True) -> FleetDiff:
+    """Both compilations should be lenient, so that an infeasible side is reported rather than fatal.
+    With `placement`, both sides are planned on their inventories: feasibility and pool use come from that."""
     def names(c: Compilation | None) -> set[str]:
         return set(c.clusters) | set(c.infeasible) if c else set()
 
@@ -210,6 +222,12 @@ def compare(base: Compilation | None, head: Compilation, base_ref: str) -> Fleet
         feasible = (_feasible(base, name), _feasible(head, name))
         status = "added" if feasible[0] is None else "removed" if feasible[1] is None else "changed"
         diff = ClusterDiff(name, status, feasible=feasible, problems=list(head.infeasible.get(name, [])))
+        if placement:
+            diff.plans = (_plan(old), _plan(new))
+            placed = tuple(f if plan is None else (f and plan.feasible) for f, plan in zip(feasible, diff.plans))
+            diff.feasible = placed  # type: ignore[assignment]
+            if diff.plans[1] is not None:
+                diff.problems += diff.plans[1].diagnostics()
         _compare_workloads(base if feasible[0] is not None else None, head if feasible[1] is not None else None, name, diff)
         if False not in feasible:  # an uncompilable side has no objects to compare
             _compare_objects(old, new, diff)
@@ -219,7 +237,7 @@ def compare(base: Compilation | None, head: Compilation, base_ref: str) -> Fleet
         default = (None if feasible[0] is False else 0, None if feasible[1] is False else 0)
         diff.gpus = {label: (before.get(label, default[0]), after.get(label, default[1]))
                      for label in sorted(set(before) | set(after))}
-        if status == "changed" and not (diff.workloads or diff.objects or diff.releases) and feasible[0] == feasible[1]:
+        if status == "changed" and not (diff.workloads or diff.objects or diff.releases) and diff.feasible[0] == diff.feasible[1]:
             diff.status = "unchanged"
         clusters.append(diff)
     return FleetDiff(base_ref, clusters)

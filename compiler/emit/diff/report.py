@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..plan_report import plan_markdown
 from .compare import ClusterDiff, FleetDiff
 from .fields import MISSING, FieldChange
 
@@ -78,6 +79,11 @@ def markdown(diff: FleetDiff) -> str:
     if replacements:
         lines += ["", "### Replacements (not updated in place)"]
         lines += [f"- **{name}** `{r.object}`: {r.effect}" for name, r in replacements]
+    planned = [c for c in changed if c.plans[1] is not None]
+    if planned:
+        lines += ["", "### Capacity after the change"]
+        for c in planned:
+            lines += ["", plan_markdown(c.plans[1], c.plans[0]).rstrip()]
     for c in changed:
         lines += ["", f"<details><summary>{c.name}: details</summary>", ""]
         if c.workloads:
@@ -105,6 +111,9 @@ def _cluster_json(c: ClusterDiff) -> dict[str, Any]:
         "status": c.status,
         "feasible": {"before": c.feasible[0], "after": c.feasible[1]},
         "problems": [p.as_dict() for p in c.problems],
+        "pools": [{"pool": u.pool, "gpus": u.gpus,
+                   "gpusUsedBefore": _pool_used(c.plans[0], u.pool), "gpusUsedAfter": u.gpus_used}
+                  for u in (c.plans[1].pools if c.plans[1] is not None else ())],
         "devices": {label: {"before": b, "after": a} for label, (b, a) in c.gpus.items()},
         "replacements": [{"object": r.object, "effect": r.effect} for r in c.replacements],
         "workloads": [{"workload": w.key, "status": w.status, "fields": [f.as_dict() for f in w.fields]} for w in c.workloads],
@@ -112,6 +121,12 @@ def _cluster_json(c: ClusterDiff) -> dict[str, Any]:
                      "status": o.status, "fields": [f.as_dict() for f in o.fields]} for o in c.objects],
         "releases": [{"release": r.name, "status": r.status, "fields": [f.as_dict() for f in r.fields]} for r in c.releases],
     }
+
+
+def _pool_used(plan, pool: str) -> int | None:
+    if plan is None:
+        return None
+    return next((u.gpus_used for u in plan.pools if u.pool == pool), None)
 
 
 def as_json(diff: FleetDiff, gated: list[str]) -> str:

@@ -196,4 +196,4 @@ def plan_pods(cluster: ResolvedCluster, inventory: Inventory, classes: dict[str,
         cluster=cluster.name, kubernetes=cluster.api.kubernetes, driver=cluster.spec.dra_driver.version,
         inventory=inventory.source, nodes=len(inventory.nodes), devices=len(inventory.devices),
         pods=tuple(o for o in outcomes if o is not None), pools=usage(cluster, inventory, before, planner.state.in_use),
-        warnings=inventory.warnings)
+        warnings=inventory.warnings, devices_of=inventory)

@@ -106,6 +106,7 @@ class AllocationPlan:
     pods: tuple[PodOutcome, ...]
     pools: tuple[PoolUsage, ...]
     warnings: tuple[Diagnostic, ...] = ()
+    devices_of: Any = field(default=None, compare=False, repr=False)  # the Inventory planned on (reports draw it)
 
     @property
     def feasible(self) -> bool:

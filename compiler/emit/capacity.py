@@ -1,0 +1,188 @@
+"""Who holds which GPU: a plan and its inventory folded into pools -> nodes -> physical GPUs -> slices.
+
+The HTML capacity report draws this and the Markdown summary counts it. A physical GPU is the unit
+people reason about, so MIG devices (static instances, or DynamicMIG placements) are grouped under
+the GPU they are carved from, each covering its memory slices. Nodes whose GPUs are held in exactly
+the same way are folded into one row, which keeps a 5,000-node pool readable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+
+from ..plan.allocator import AllocationPlan
+from ..plan.inventory import Device
+
+GPU_DRIVER = "gpu.nvidia.com"
+_SLICE = re.compile(r"^(?:memorySlice|memory-slice-)(\d+)$")
+
+
+@dataclass(frozen=True)
+class Holder:
+    workload: str  # ns/name; "a + b" when a shared claim serves several workloads
+    pod: str
+    claim: str
+    request: str
+    device: str
+
+
+@dataclass
+class Segment:
+    """A part of one physical GPU: the whole GPU, or the memory slices one MIG device covers."""
+
+    device: str
+    label: str  # "H100 80GB" or a MIG profile
+    start: int
+    size: int
+    holder: Holder | None = None
+
+
+@dataclass
+class PhysicalGpu:
+    key: str
+    name: str  # the full-GPU device name, or the parent's name for MIG instances
+    slices: int  # memory slices the drawing is divided into (1 for a GPU without MIG)
+    segments: list[Segment] = field(default_factory=list)
+
+    @property
+    def used(self) -> bool:
+        return any(s.holder for s in self.segments)
+
+    def signature(self) -> tuple:
+        return (self.slices, tuple((s.label, s.start, s.size, s.holder.workload if s.holder else "") for s in self.segments))
+
+
+@dataclass
+class NodeRow:
+    nodes: list[str]  # nodes folded into this row (same holders on every GPU)
+    gpus: list[PhysicalGpu]
+
+
+@dataclass
+class PoolMap:
+    name: str
+    allocation: str
+    node_count: int
+    gpus: int
+    gpus_used: int
+    devices: int
+    devices_used: int
+    rows: list[NodeRow]
+
+    @property
+    def nodes(self) -> int:
+        return self.node_count
+
+
+@dataclass
+class ClusterMap:
+    plan: AllocationPlan
+    pools: list[PoolMap]
+    workloads: list[str]  # every workload holding a device, sorted
+
+
+def workload_color(workload: str) -> str:
+    """A colour from the workload's name alone: the same workload is the same colour in every report."""
+    digest = int(hashlib.sha256(workload.encode()).hexdigest()[:8], 16)
+    return f"hsl({digest % 360}, {55 + digest // 360 % 25}%, {42 + digest // 9000 % 18}%)"
+
+
+def _slices(device: Device) -> list[int]:
+    names = list(device.capacity.get(GPU_DRIVER, {}))
+    for use in device.consumes:
+        names += [n for n, _ in use.counters]
+    return sorted(int(m.group(1)) for n in names if (m := _SLICE.match(n)))
+
+
+def _gpu_key(device: Device) -> str:
+    attrs = device.attributes.get(GPU_DRIVER, {})
+    if device.consumes:
+        return f"counters:{device.consumes[0].counter_set}"  # DynamicMIG: the GPU and its placements share a counter set
+    if attrs.get("type") == "mig":
+        return f"uuid:{attrs.get('parentUUID')}"
+    return f"uuid:{attrs.get('uuid', device.name)}"
+
+
+def _label(device: Device) -> str:
+    attrs = device.attributes.get(GPU_DRIVER, {})
+    if attrs.get("type") == "mig":
+        return str(attrs.get("profile", "mig"))
+    return str(attrs.get("productName", device.name)).removeprefix("NVIDIA ")
+
+
+def _holders(plan: AllocationPlan) -> dict[tuple[str, str], Holder]:
+    """(pool, device name) -> who holds it (pool = the node, for node-local DRA pools)."""
+    held: dict[tuple[str, str], Holder] = {}
+    for pod in plan.pods:
+        for claim in pod.claims:
+            for d in claim.devices:
+                if d.driver != GPU_DRIVER:
+                    continue
+                key = (d.pool, d.device)
+                known = held.get(key)
+                if known is not None and pod.workload not in known.workload.split(" + "):
+                    # a shared claim: one device, several workloads (its first pod stays the example)
+                    names = " + ".join(sorted(known.workload.split(" + ") + [pod.workload]))
+                    held[key] = Holder(names, known.pod, known.claim, known.request, known.device)
+                elif known is None:
+                    held[key] = Holder(pod.workload, pod.pod, claim.claim, d.request, d.device)
+    return held
+
+
+def _node_gpus(devices: list[Device], pool_of: dict[int, str], held: dict[tuple[str, str], Holder]) -> list[PhysicalGpu]:
+    gpus: dict[str, PhysicalGpu] = {}
+    for device in devices:
+        attrs = device.attributes.get(GPU_DRIVER, {})
+        kind = attrs.get("type")
+        if kind not in ("gpu", "mig"):
+            continue
+        key = _gpu_key(device)
+        slices = _slices(device)
+        gpu = gpus.get(key)
+        if gpu is None:
+            gpu = gpus[key] = PhysicalGpu(key, device.name.split("-mig-")[0], 1)
+        holder = held.get((pool_of[device.index], device.name))
+        if kind == "gpu" and not device.consumes:
+            gpu.segments.append(Segment(device.name, _label(device), 0, 1, holder))
+            continue
+        if kind == "gpu":  # DynamicMIG: the whole GPU, as an alternative to its placements
+            gpu.slices = max(gpu.slices, (slices[-1] + 1) if slices else 1)
+            if holder is not None:
+                gpu.segments.append(Segment(device.name, _label(device), 0, gpu.slices, holder))
+            continue
+        if slices:
+            gpu.slices = max(gpu.slices, slices[-1] + 1)
+            if holder is not None or not device.consumes:  # static instances always show; placements only when used
+                gpu.segments.append(Segment(device.name, _label(device), slices[0], len(slices), holder))
+    for gpu in gpus.values():
+        gpu.segments.sort(key=lambda s: (s.start, s.device))
+    return list(gpus.values())
+
+
+def cluster_map(plan: AllocationPlan) -> ClusterMap:
+    inventory = plan.devices_of
+    held = _holders(plan)
+    pool_of = {d.index: inventory.slices[d.slice_index].pool for d in inventory.devices}
+    node_devices: dict[str, list[Device]] = {}
+    for d in inventory.devices:
+        node = d.node_name or inventory.slices[d.slice_index].node_name
+        if node is not None:
+            node_devices.setdefault(node, []).append(d)
+    pools: list[PoolMap] = []
+    for usage in plan.pools:
+        members = [n.name for n in inventory.nodes if (n.pool or "(unnamed)") == usage.pool]
+        rows: dict[tuple, NodeRow] = {}
+        for node in members:
+            gpus = _node_gpus(node_devices.get(node, []), pool_of, held)
+            signature = tuple(g.signature() for g in gpus)
+            row = rows.get(signature)
+            if row is None:
+                rows[signature] = NodeRow([node], gpus)
+            else:
+                row.nodes.append(node)
+        pools.append(PoolMap(usage.pool, usage.allocation, usage.nodes, usage.gpus, usage.gpus_used, usage.devices,
+                             usage.devices_used, list(rows.values())))
+    workloads = sorted({h.workload for h in held.values()})
+    return ClusterMap(plan, pools, workloads)

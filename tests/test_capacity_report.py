@@ -1,0 +1,139 @@
+"""`gpuc plan --html` and the Markdown capacity summary: structure, stable colours, folding, and a real
+headless Chromium that must render the report without console errors."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from compiler.emit.capacity import cluster_map, workload_color
+from compiler.emit.capacity_html import capacity_html
+from compiler.emit.plan_report import plan_markdown
+from compiler.pipeline import compile_fleet
+from compiler.plan.allocator import plan_compilation
+from conftest import EXAMPLES, cluster_doc, gpuc, workload_doc
+
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+
+
+@pytest.fixture(scope="module")
+def plans():
+    return plan_compilation(compile_fleet(EXAMPLES))
+
+
+def _titles(page: str) -> list[str]:
+    return re.findall(r"<title>([^<]*)</title>", page)
+
+
+def test_every_allocated_device_appears_once(plans):
+    page = capacity_html(plans, "report")
+    titles = _titles(page)
+    allocated = {(p.node, d.device, p.workload) for plan in plans for p in plan.pods for c in p.claims for d in c.devices
+                 if d.driver == "gpu.nvidia.com"}
+    assert len(allocated) > 20
+    rows = {node: row for plan in plans for pool in cluster_map(plan).pools for row in pool.rows for node in row.nodes}
+    for node, device, workload in allocated:
+        row = rows[node]  # nodes held the same way share a row, named after its first and last node
+        where = node if len(row.nodes) == 1 else f"{len(row.nodes)} nodes ({row.nodes[0]} ... {row.nodes[-1]})"
+        hits = [t for t in titles if t.startswith(f"{where} / {device} (")]
+        assert len(hits) == 1, (node, device, hits)
+        assert workload in hits[0].split(": ", 1)[1].split(", pod ")[0].split(" + ")
+    held = sum(len(row.nodes) for plan in plans for pool in cluster_map(plan).pools for row in pool.rows
+               for gpu in row.gpus for s in gpu.segments if s.holder)
+    assert held == len({(node, device) for node, device, _ in allocated})
+    assert "nim-service/llama-1b-guard + nim-service/qwen-1-5b-router" in page  # the shared claim's GPU
+
+
+def test_report_shows_pools_workloads_free_capacity_and_unplaced(plans, fleet):
+    page = capacity_html(plans, "report")
+    for name in ("h100", "a100-mig", "gb200", "h100-nvswitch", "h200", "nim-service/llama-70b", "research/notebooks"):
+        assert name in page
+    assert "8 of 32 GPUs in use (25%)" in page
+    assert ": free</title>" in page
+    assert "allocated by the device plugin: not planned by gpuc" in page  # staging's l40s-legacy pool
+    crowded = fleet(clusters=[cluster_doc(pools=[{"name": "h100", "nodes": 1, "gpu": {"model": "H100-80GB", "count": 8}}])],
+                    workloads={"w.yaml": [workload_doc("big", replicas=3, gpu={"count": 4})]})
+    page = capacity_html(plan_compilation(compile_fleet(crowded)), "report")
+    assert "Cannot be placed (1)" in page and "big-2" in page
+
+
+def test_colours_are_stable_per_workload(plans):
+    assert capacity_html(plans, "report") == capacity_html(plans, "report")
+    colour = workload_color("nim-service/llama-70b")
+    assert colour == workload_color("nim-service/llama-70b") and colour != workload_color("nim-service/llama-8b-chat")
+    assert f'fill="{colour}"' in capacity_html(plans, "report")
+
+
+def test_mig_slices_are_drawn_inside_their_gpu(plans):
+    prod = next(p for p in plans if p.cluster == "prod-east")
+    a100 = next(pool for pool in cluster_map(prod).pools if pool.name == "a100-mig")
+    gpu = a100.rows[0].gpus[0]
+    assert gpu.slices == 8
+    assert [(s.label, s.start, s.size) for s in gpu.segments] == [
+        ("2g.20gb", 0, 2), ("1g.10gb", 2, 1), ("1g.10gb", 3, 1), ("3g.40gb", 4, 4)]  # all-balanced placements
+    assert {s.holder.workload for s in gpu.segments if s.holder} == {"research/notebooks"}
+
+
+def test_a_5000_node_pool_folds_into_a_few_rows(fleet, tmp_path):
+    pools = [{"name": "big", "nodes": 5000, "gpu": {"model": "H100-80GB", "count": 8}}]
+    workloads = {"w.yaml": [workload_doc("train", replicas=3000, gpu={"count": 8}),
+                            workload_doc("serve", replicas=4000, gpu={"count": 2})]}
+    plans = plan_compilation(compile_fleet(fleet(clusters=[cluster_doc(pools=pools)], workloads=workloads)))
+    pool = cluster_map(plans[0]).pools[0]
+    assert pool.nodes == 5000 and len(pool.rows) <= 5
+    page = capacity_html(plans, "report")
+    assert len(page) < 200_000
+    assert "5000 nodes in" in page and "x3000" in page
+
+
+def test_markdown_summary(plans):
+    prod = next(p for p in plans if p.cluster == "prod-east")
+    text = plan_markdown(prod)
+    assert "**prod-east**: 10 of 10 pods placed" in text
+    assert "| h100 | 4 | 32 | 8 | `##........` 25% |" in text
+    staging = next(p for p in plans if p.cluster == "staging")
+    assert "| l40s-legacy | 3 | 12 | device plugin | - |" in plan_markdown(staging)
+
+
+def test_plan_html_option_writes_the_file(tmp_path):
+    target = tmp_path / "report.html"
+    result = gpuc("plan", EXAMPLES, "--html", target)
+    assert result.code == 0, result.err
+    text = target.read_text()
+    assert text.startswith("<!doctype html>") and "<script" not in text and "http" not in text.split("<body>")[1]
+
+
+def test_report_renders_in_headless_chromium(tmp_path, plans):
+    """A real browser: no console errors, and the pools and workloads are visible text."""
+    assert CHROMIUM and CHROMEDRIVER, "Debian's chromium and chromium-driver are installed by .ci/run"
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    page = tmp_path / "report.html"
+    page.write_text(capacity_html(plans, "GPU capacity: example fleet"))
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1300,2400"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        driver.get(page.as_uri())
+        text = driver.find_element("tag name", "body").text
+        errors = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+        rects = driver.execute_script("return document.querySelectorAll('svg rect').length")
+        assert driver.save_screenshot(str(tmp_path / "report.png"))
+    finally:
+        driver.quit()
+    assert errors == []
+    for name in ("prod-east", "staging", "lab", "h100", "a100-mig", "gb200", "nim-service/llama-70b", "research/trainer"):
+        assert name in text
+    assert rects > 100
+    assert Path(tmp_path / "report.png").stat().st_size > 10_000
+    assert Counter(text.split())["free"] >= 1
