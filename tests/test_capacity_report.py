@@ -137,3 +137,26 @@ def test_report_renders_in_headless_chromium(tmp_path, plans):
     assert rects > 100
     assert Path(tmp_path / "report.png").stat().st_size > 10_000
     assert Counter(text.split())["free"] >= 1
+
+
+def test_past_the_detail_limit_rows_fold_by_shape(fleet, monkeypatch):
+    """Thousands of small workloads give thousands of distinct rows: past DETAIL_ROWS they fold by shape."""
+    from compiler.emit import capacity, capacity_html as html
+
+    monkeypatch.setattr(capacity, "DETAIL_ROWS", 3)
+    monkeypatch.setattr(html, "LEGEND_MAX", 2)
+    pools = [{"name": "p", "nodes": 10, "gpu": {"model": "H100-80GB", "count": 8}}]
+    workloads = {"w.yaml": [workload_doc(f"w{i}", replicas=8, gpu={"count": 1}) for i in range(10)]}
+    plans = plan_compilation(compile_fleet(fleet(clusters=[cluster_doc(pools=pools)], workloads=workloads)))
+    pool = cluster_map(plans[0]).pools[0]
+    detailed = [r for r in pool.rows if not r.by_shape]
+    folded = [r for r in pool.rows if r.by_shape]
+    assert len(detailed) == 3 and len(folded) == 1  # the 7 other nodes look alike once holders are ignored
+    assert sorted(n for r in pool.rows for n in r.nodes) == sorted(f"p-{i}" for i in range(10))  # every node once
+    segment = folded[0].gpus[0].segments[0]
+    assert segment.holder is None and sum(segment.held_by.values()) == 7 and len(segment.held_by) == 7
+    assert pool.held == {f"team/w{i}": (8, 1) for i in range(10)}
+    page = capacity_html(plans, "report")
+    assert "held on 7 nodes by team/" in page and "and 2 more</title>" in page
+    assert "and 8 more workloads (hover a GPU)" in page and "held, in rows folded by shape" in page
+    assert "10 nodes: the first 3 in 3 distinct layouts" in page

@@ -3,13 +3,17 @@
 The HTML capacity report draws this and the Markdown summary counts it. A physical GPU is the unit
 people reason about, so MIG devices (static instances, or DynamicMIG placements) are grouped under
 the GPU they are carved from, each covering its memory slices. Nodes whose GPUs are held in exactly
-the same way are folded into one row, which keeps a 5,000-node pool readable.
+the same way are folded into one row, which keeps a 5,000-node pool readable. When even that leaves
+more than DETAIL_ROWS distinct rows (thousands of small workloads, each on its own nodes), the rest
+are folded by shape alone (which parts of which GPUs are held, not by whom): a coarser zoom level
+that keeps the page small enough to open quickly, with the holders counted in the segment.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 from ..plan.allocator import AllocationPlan
@@ -17,6 +21,7 @@ from ..plan.inventory import Device
 
 GPU_DRIVER = "gpu.nvidia.com"
 _SLICE = re.compile(r"^(?:memorySlice|memory-slice-)(\d+)$")
+DETAIL_ROWS = 200  # distinct node rows drawn workload by workload; past this, rows fold by shape
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,11 @@ class Segment:
     start: int
     size: int
     holder: Holder | None = None
+    held_by: Counter[str] | None = None  # in rows folded by shape: workload -> nodes on which it holds this part
+
+    @property
+    def held(self) -> bool:
+        return self.holder is not None or bool(self.held_by)
 
 
 @dataclass
@@ -48,16 +58,20 @@ class PhysicalGpu:
 
     @property
     def used(self) -> bool:
-        return any(s.holder for s in self.segments)
+        return any(s.held for s in self.segments)
 
     def signature(self) -> tuple:
         return (self.slices, tuple((s.label, s.start, s.size, s.holder.workload if s.holder else "") for s in self.segments))
 
+    def shape(self) -> tuple:
+        return (self.slices, tuple((s.label, s.start, s.size, s.holder is not None) for s in self.segments))
+
 
 @dataclass
 class NodeRow:
-    nodes: list[str]  # nodes folded into this row (same holders on every GPU)
+    nodes: list[str]  # nodes folded into this row (same holders on every GPU, or the same shape when by_shape)
     gpus: list[PhysicalGpu]
+    by_shape: bool = False
 
 
 @dataclass
@@ -70,17 +84,22 @@ class PoolMap:
     devices: int
     devices_used: int
     rows: list[NodeRow]
+    held: dict[str, tuple[int, int]] = field(default_factory=dict)  # workload -> (devices held, nodes), most first
 
     @property
     def nodes(self) -> int:
         return self.node_count
+
+    @property
+    def detailed(self) -> int:
+        return sum(1 for r in self.rows if not r.by_shape)
 
 
 @dataclass
 class ClusterMap:
     plan: AllocationPlan
     pools: list[PoolMap]
-    workloads: list[str]  # every workload holding a device, sorted
+    workloads: list[str]  # every workload holding a device, most devices first, then by name
 
 
 def workload_color(workload: str) -> str:
@@ -161,6 +180,39 @@ def _node_gpus(devices: list[Device], pool_of: dict[int, str], held: dict[tuple[
     return list(gpus.values())
 
 
+def _fold_by_shape(rows: list[NodeRow]) -> list[NodeRow]:
+    folded: dict[tuple, NodeRow] = {}
+    for row in rows:
+        shape = tuple(g.shape() for g in row.gpus)
+        into = folded.get(shape)
+        if into is None:
+            gpus = [PhysicalGpu(g.key, g.name, g.slices, [
+                Segment(s.device, s.label, s.start, s.size, None, Counter() if s.holder else None) for s in g.segments])
+                for g in row.gpus]
+            into = folded[shape] = NodeRow([], gpus, by_shape=True)
+        into.nodes += row.nodes
+        for mine, theirs in zip(into.gpus, row.gpus):
+            for segment, source in zip(mine.segments, theirs.segments):
+                if source.holder is not None:
+                    segment.held_by[source.holder.workload] += len(row.nodes)
+    return list(folded.values())
+
+
+def _held(rows: list[NodeRow]) -> dict[str, tuple[int, int]]:
+    devices: Counter[str] = Counter()
+    nodes: Counter[str] = Counter()
+    for row in rows:
+        present: set[str] = set()
+        for gpu in row.gpus:
+            for s in gpu.segments:
+                if s.holder is not None:
+                    devices[s.holder.workload] += len(row.nodes)
+                    present.add(s.holder.workload)
+        for workload in present:
+            nodes[workload] += len(row.nodes)
+    return {w: (devices[w], nodes[w]) for w in sorted(devices, key=lambda w: (-devices[w], w))}
+
+
 def cluster_map(plan: AllocationPlan) -> ClusterMap:
     inventory = plan.devices_of
     held = _holders(plan)
@@ -182,7 +234,13 @@ def cluster_map(plan: AllocationPlan) -> ClusterMap:
                 rows[signature] = NodeRow([node], gpus)
             else:
                 row.nodes.append(node)
+        exact = list(rows.values())
+        shown = exact if len(exact) <= DETAIL_ROWS else exact[:DETAIL_ROWS] + _fold_by_shape(exact[DETAIL_ROWS:])
         pools.append(PoolMap(usage.pool, usage.allocation, usage.nodes, usage.gpus, usage.gpus_used, usage.devices,
-                             usage.devices_used, list(rows.values())))
-    workloads = sorted({h.workload for h in held.values()})
+                             usage.devices_used, shown, _held(exact)))
+    total: Counter[str] = Counter()
+    for pool in pools:
+        for workload, (devices, _) in pool.held.items():
+            total[workload] += devices
+    workloads = sorted(total, key=lambda w: (-total[w], w))
     return ClusterMap(plan, pools, workloads)

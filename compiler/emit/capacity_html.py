@@ -3,7 +3,9 @@
 Per cluster: a legend of workloads, and per node pool a utilisation bar and a map of nodes -> GPUs,
 each GPU (and each MIG slice within it) coloured by the workload holding it, with hover titles
 naming workload, pod, claim and device. Nodes held the same way are folded into one row; past
-ROWS_SHOWN distinct rows the rest sit in a closed <details> so large pools still open quickly.
+capacity.DETAIL_ROWS distinct rows the rest are folded by shape and drawn in one neutral colour
+whose hover title counts the holders, so a 5,000-node pool of thousands of workloads stays a page
+of a few hundred rows. A per-pool list says where each workload landed, largest first.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from html import escape
 from ..plan.allocator import AllocationPlan
 from .capacity import ClusterMap, NodeRow, PhysicalGpu, PoolMap, Segment, cluster_map, workload_color
 
-ROWS_SHOWN = 200
 GPU_W, GPU_H, GAP = 30, 30, 4
 FREE = "#e9ecef"
+FOLDED = "#6e7781"  # parts held in rows folded by shape: several workloads, one per node
+LEGEND_MAX = 40  # workloads named in a cluster's legend; the rest are named on hover and in pool lists
+POOL_LIST_MAX = 12
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1200px;padding:0 24px 48px;color:#1f2328}
@@ -23,8 +27,10 @@ h1{font-size:22px;margin:24px 0 4px}h2{font-size:18px;margin:32px 0 4px;border-b
 h3{font-size:15px;margin:18px 0 6px}small,.meta{color:#59636e}nav a{margin-right:12px}
 .legend{display:flex;flex-wrap:wrap;gap:6px 14px;margin:10px 0}.legend span{display:inline-flex;align-items:center;gap:6px}
 .sw{width:12px;height:12px;border-radius:2px;display:inline-block}
-.bar{position:relative;height:20px;background:#eef1f4;border-radius:4px;overflow:hidden;max-width:640px}
-.bar .fill{position:absolute;top:0;bottom:0;left:0;background:#2f81f7}.bar span{position:relative;padding-left:8px;line-height:20px;font-size:12px}
+.util{display:flex;align-items:center;gap:10px;font-size:12px}
+.bar{position:relative;height:14px;width:320px;flex:none;background:#eef1f4;border-radius:4px;overflow:hidden}
+.bar .fill{position:absolute;top:0;bottom:0;left:0;background:#2f81f7}
+.held{font-size:12px;color:#59636e;margin:4px 0 8px}.held b{color:#1f2328;font-weight:600}
 .row{display:flex;align-items:center;gap:12px;margin:3px 0}.nodes{width:260px;flex:none;font:12px ui-monospace,monospace;overflow-wrap:anywhere}
 .count{font-weight:600;color:#0969da}svg .gpu{fill:none;stroke:#8c959f;stroke-width:1}
 .unplaced li{margin:4px 0}.unplaced code{background:#fff1f0;padding:1px 4px;border-radius:3px}
@@ -32,9 +38,17 @@ h3{font-size:15px;margin:18px 0 6px}small,.meta{color:#59636e}nav a{margin-right
 """
 
 
+def _where(row: NodeRow) -> str:
+    return row.nodes[0] if len(row.nodes) == 1 else f"{len(row.nodes)} nodes ({row.nodes[0]} ... {row.nodes[-1]})"
+
+
 def _title(segment: Segment, gpu: PhysicalGpu, row: NodeRow) -> str:
-    where = row.nodes[0] if len(row.nodes) == 1 else f"{len(row.nodes)} nodes ({row.nodes[0]} ... {row.nodes[-1]})"
-    base = f"{where} / {segment.device} ({segment.label})"
+    base = f"{_where(row)} / {segment.device} ({segment.label})"
+    if segment.held_by:
+        top = segment.held_by.most_common(5)
+        names = ", ".join(f"{w} ({n})" for w, n in top)
+        more = f" and {len(segment.held_by) - len(top)} more" if len(segment.held_by) > len(top) else ""
+        return f"{base}: held on {sum(segment.held_by.values())} nodes by {names}{more}"
     if segment.holder is None:
         return f"{base}: free"
     h = segment.holder
@@ -47,14 +61,14 @@ def _gpu_svg(gpu: PhysicalGpu, row: NodeRow, x: int) -> str:
     width = GPU_W / gpu.slices
     covered = set()
     for s in gpu.segments:
-        fill = workload_color(s.holder.workload) if s.holder else FREE
-        stroke = ' stroke="#adb5bd" stroke-width="0.5"' if s.holder is None and gpu.slices > 1 else ""
+        fill = workload_color(s.holder.workload) if s.holder else FOLDED if s.held_by else FREE
+        stroke = ' stroke="#adb5bd" stroke-width="0.5"' if not s.held and gpu.slices > 1 else ""
         parts.append(f'<rect x="{s.start * width:.2f}" y="0" width="{s.size * width:.2f}" height="{GPU_H}" fill="{fill}"{stroke}>'
                      f"<title>{escape(_title(s, gpu, row))}</title></rect>")
         covered.update(range(s.start, s.start + s.size))
     if not gpu.segments or len(covered) < gpu.slices:  # free memory slices no MIG device covers
         parts.append(f'<rect x="0" y="0" width="{GPU_W}" height="{GPU_H}" fill="{FREE}" fill-opacity="0.5">'
-                     f"<title>{escape(row.nodes[0])} / {escape(gpu.name)}: free capacity</title></rect>"
+                     f"<title>{escape(_where(row))} / {escape(gpu.name)}: free capacity</title></rect>"
                      if not gpu.segments else "")
     parts.append(f'<rect class="gpu" x="0.5" y="0.5" width="{GPU_W - 1}" height="{GPU_H - 1}"/></g>')
     return "".join(parts)
@@ -69,22 +83,37 @@ def _row(row: NodeRow) -> str:
             f'<svg width="{width}" height="{GPU_H}" viewBox="0 0 {width} {GPU_H}" role="img">{gpus}</svg></div>')
 
 
+def _held_list(pool: PoolMap) -> str:
+    if not pool.held:
+        return ""
+    items = [f"<b>{escape(w)}</b> {devices} device{'s' if devices != 1 else ''} on {nodes} node{'s' if nodes != 1 else ''}"
+             for w, (devices, nodes) in list(pool.held.items())[:POOL_LIST_MAX]]
+    if len(pool.held) > POOL_LIST_MAX:
+        items.append(f"and {len(pool.held) - POOL_LIST_MAX} more workloads")
+    return f'<p class="held">{"; ".join(items)}</p>'
+
+
 def _pool(pool: PoolMap) -> str:
     head = f"<h3>{escape(pool.name)} <small>{pool.nodes} nodes, {pool.gpus} GPUs</small></h3>"
     if pool.allocation != "dra":
         return f'<div class="pool">{head}<p class="note">allocated by the device plugin: not planned by gpuc</p></div>'
     percent = round(100 * pool.gpus_used / pool.gpus) if pool.gpus else 0
-    bar = (f'<div class="bar" title="{pool.gpus_used} of {pool.gpus} GPUs hold at least one allocated device">'
-           f'<div class="fill" style="width:{percent}%"></div><span>{pool.gpus_used} of {pool.gpus} GPUs in use ({percent}%), '
+    bar = (f'<div class="util"><div class="bar" title="{pool.gpus_used} of {pool.gpus} GPUs hold at least one allocated device">'
+           f'<div class="fill" style="width:{percent}%"></div></div><span>{pool.gpus_used} of {pool.gpus} GPUs in use ({percent}%), '
            f"{pool.devices_used} of {pool.devices} devices</span></div>")
-    rows = [_row(r) for r in pool.rows]
-    shown = "".join(rows[:ROWS_SHOWN])
-    rest = ""
-    if len(rows) > ROWS_SHOWN:
-        rest = (f"<details><summary>{len(rows) - ROWS_SHOWN} more distinct node layouts</summary>"
-                + "".join(rows[ROWS_SHOWN:]) + "</details>")
-    folded = f'<p class="note">{pool.nodes} nodes in {len(pool.rows)} distinct layouts</p>' if len(pool.rows) < pool.nodes else ""
-    return f'<div class="pool">{head}{bar}{folded}<div class="rows">{shown}{rest}</div></div>'
+    detailed = [r for r in pool.rows if not r.by_shape]
+    by_shape = [r for r in pool.rows if r.by_shape]
+    notes = []
+    if len(pool.rows) < pool.nodes:
+        notes.append(f"{pool.nodes} nodes in {len(detailed)} distinct layouts" if not by_shape else
+                     f"{pool.nodes} nodes: the first {sum(len(r.nodes) for r in detailed)} in {len(detailed)} distinct layouts")
+    rows = "".join(_row(r) for r in detailed)
+    if by_shape:
+        folded = sum(len(r.nodes) for r in by_shape)
+        rows += (f'<p class="note">{folded} more nodes, folded by shape: grey parts are held by several workloads, '
+                 "one per node; hover for who</p>" + "".join(_row(r) for r in by_shape))
+    note = f'<p class="note">{"; ".join(notes)}</p>' if notes else ""
+    return f'<div class="pool">{head}{bar}{_held_list(pool)}{note}<div class="rows">{rows}</div></div>'
 
 
 def _cluster(cmap: ClusterMap) -> str:
@@ -93,7 +122,12 @@ def _cluster(cmap: ClusterMap) -> str:
     anchor = f"c-{escape(plan.cluster)}"
     meta = (f"Kubernetes {escape(plan.kubernetes)}, DRA driver {escape(plan.driver)}, {plan.nodes} nodes, "
             f"{placed} of {len(plan.pods)} pods placed")
-    legend = "".join(f'<span><i class="sw" style="background:{workload_color(w)}"></i>{escape(w)}</span>' for w in cmap.workloads)
+    legend = "".join(f'<span><i class="sw" style="background:{workload_color(w)}"></i>{escape(w)}</span>'
+                     for w in cmap.workloads[:LEGEND_MAX])
+    if len(cmap.workloads) > LEGEND_MAX:
+        legend += f"<span>and {len(cmap.workloads) - LEGEND_MAX} more workloads (hover a GPU)</span>"
+    if any(r.by_shape for p in cmap.pools for r in p.rows):
+        legend += f'<span><i class="sw" style="background:{FOLDED}"></i>held, in rows folded by shape</span>'
     legend += f'<span><i class="sw" style="background:{FREE};outline:1px solid #adb5bd"></i>free</span>'
     pools = "".join(_pool(p) for p in cmap.pools)
     unplaced = ""
