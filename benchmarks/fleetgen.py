@@ -1,6 +1,7 @@
 """Deterministic synthetic fleets for benchmarks: C clusters x W workloads per cluster, every feature.
 
-`python -m benchmarks.fleetgen OUT --clusters 20 --workloads 1000 --seed 7` writes a fleet directory.
+`python -m benchmarks.fleetgen OUT --clusters 20 --workloads 1000 --seed 7` writes a fleet directory;
+`--plan-nodes 5000 --plan-pods 20000` instead writes one large cluster for the allocator benchmark.
 The same seed and sizes always give byte-identical files.
 """
 
@@ -117,6 +118,65 @@ def generate(out: Path, clusters: int, workloads: int, nodes: int, seed: int) ->
             (target / f"batch-{start // 100:03d}.yaml").write_text(yaml.safe_dump_all(docs[start:start + 100], sort_keys=False))
 
 
+def _pods(doc: dict) -> int:
+    gpu = doc["spec"]["gpu"]
+    return doc["spec"]["replicas"] * (gpu["multiNode"]["nodes"] if "multiNode" in gpu else 1)
+
+
+def plan_workload(j: int, rng: random.Random) -> dict:
+    """One workload of the allocator benchmark: mostly small full-GPU pods, with MIG mixes, shared
+    claims, NIM sizing and whole-node trainers mixed in, so every search path of the allocator runs."""
+    kind = rng.choices(["exclusive", "nim", "mig", "shared", "timeslicing", "node"], weights=[40, 20, 15, 10, 10, 5])[0]
+    spec: dict = {"replicas": rng.randint(1, 4)}
+    ns = f"team-{j % 20}"
+    if kind == "exclusive":
+        gpu: dict = {"count": rng.choice([1, 1, 2]), "require": {"architecture": ["Hopper"], "minMemory": "40Gi"}}
+    elif kind == "nim":
+        spec["model"] = {"image": NIM_IMAGES[0], "parameters": "8B", "precision": rng.choice(["bf16", "fp8"]),
+                         "contextLength": 8192, "concurrency": rng.choice([1, 4, 8])}
+        spec["secrets"] = {"ngcApiKey": "ngc-api-secret", "imagePull": "ngc-secret"}
+        gpu = {"count": "auto", "require": {"architecture": ["Hopper"]}}
+    elif kind == "mig":
+        gpu = {"mig": {"slices": rng.choice([[{"profile": "1g.10gb"}], [{"profile": "2g.20gb"}],
+                                             [{"profile": "3g.40gb"}, {"profile": "1g.10gb", "count": 2}]])}}
+    elif kind == "shared":
+        gpu = {"count": 1, "sharing": "Shared"}
+    elif kind == "timeslicing":
+        gpu = {"count": 1, "sharing": "TimeSlicing", "shareGroup": f"ts-{j % 40}", "timeSlicing": {"interval": "Short"}}
+        ns = f"team-ts-{j % 40}"
+    else:
+        gpu = {"count": 8, "require": {"productName": "NVIDIA H100 80GB HBM3"}}
+    spec["gpu"] = gpu
+    return {"apiVersion": "gpuc.dev/v1alpha1", "kind": "GpuWorkload", "metadata": {"name": f"w{j:05d}", "namespace": ns}, "spec": spec}
+
+
+def generate_plan(out: Path, nodes: int, pods: int, seed: int) -> None:
+    """One Kubernetes 1.34 cluster of `nodes` 8-GPU nodes (a tenth of them A100s in MIG mode) and
+    workloads adding up to exactly `pods` pods."""
+    rng = random.Random(seed)
+    docs: list[dict] = []
+    total = 0
+    while total < pods:
+        doc = plan_workload(len(docs), rng)
+        doc["spec"]["replicas"] = min(doc["spec"]["replicas"], pods - total)
+        docs.append(doc)
+        total += _pods(doc)
+    mig_nodes = max(1, nodes // 10)
+    pools = [{"name": "h100", "nodes": nodes - mig_nodes, "gpu": {"model": "H100-80GB", "count": 8}},
+             {"name": "a100-mig", "nodes": mig_nodes, "gpu": {"model": "A100-80GB", "count": 8}, "mig": {"layout": "all-balanced"}}]
+    spec = {"kubernetesVersion": "1.34",
+            "draDriver": {"version": "25.12.0", "nvidiaDriverRoot": "/run/nvidia/driver"},
+            "gpuOperator": {"mode": "helm", "version": "v25.10.1"}, "nimOperator": {"version": "3.1.2"},
+            "nodePools": pools,
+            "gitops": {"repoURL": "https://git.example.com/fleet.git", "path": "rendered/big", "destination": {"name": "big"}}}
+    (out / "clusters").mkdir(parents=True, exist_ok=True)
+    (out / "clusters" / "big.yaml").write_text(yaml.safe_dump(
+        {"apiVersion": "gpuc.dev/v1alpha1", "kind": "Cluster", "metadata": {"name": "big"}, "spec": spec}, sort_keys=False))
+    (out / "workloads").mkdir(parents=True, exist_ok=True)
+    for start in range(0, len(docs), 500):
+        (out / "workloads" / f"batch-{start // 500:03d}.yaml").write_text(yaml.safe_dump_all(docs[start:start + 500], sort_keys=False))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
@@ -125,8 +185,13 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=8, help="at least this many nodes in each cluster's main H100 pool "
                                                              "(pools grow to fit the generated workloads)")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--plan-nodes", type=int, help="write one cluster of this many nodes for the allocator benchmark")
+    parser.add_argument("--plan-pods", type=int, default=20000, help="with --plan-nodes: pods in all")
     args = parser.parse_args()
-    generate(args.out, args.clusters, args.workloads, args.nodes, args.seed)
+    if args.plan_nodes:
+        generate_plan(args.out, args.plan_nodes, args.plan_pods, args.seed)
+    else:
+        generate(args.out, args.clusters, args.workloads, args.nodes, args.seed)
 
 
 if __name__ == "__main__":

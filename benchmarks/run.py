@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .fleetgen import generate
+from .fleetgen import generate, generate_plan
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -102,10 +102,68 @@ def bench_render_scaling(repeat: int, work: Path) -> list[Measurement]:
     return out
 
 
+def _plan_fleet(work: Path, nodes: int, pods: int) -> Path:
+    path = work / f"plan-{nodes}n-{pods}p"
+    if not path.exists():
+        generate_plan(path, nodes, pods, seed=7)
+    return path
+
+
+def bench_plan(repeat: int, work: Path) -> list[Measurement]:
+    fleet = _plan_fleet(work, 5000, 20000)
+    return [measure("plan 20,000 pods on 5,000 nodes (36,000 H100s + 4,000 A100s as 16,000 MIG devices)",
+                    gpuc("plan", str(fleet), "--output", "json"), repeat, note="compile + inventory + allocation")]
+
+
+def bench_plan_scaling(repeat: int, work: Path) -> list[Measurement]:
+    out = []
+    for factor in (1, 4, 16):
+        nodes, pods = 5000 * factor // 16, 20000 * factor // 16
+        fleet = _plan_fleet(work, nodes, pods)
+        out.append(measure(f"plan scaling {factor}x: {pods:,} pods on {nodes:,} nodes", gpuc("plan", str(fleet), "--output", "json"),
+                           repeat))
+    return out
+
+
+def bench_cel(repeat: int, work: Path) -> list[Measurement]:
+    """In one process: plain cel-python per device against the memoising engine, same results required."""
+    fleet = _plan_fleet(work, 5000, 20000)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    done = subprocess.run([sys.executable, "-m", "benchmarks.cel_bench", str(fleet)], cwd=REPO, env=env,
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"cel: {done.stderr.strip() or done.stdout.strip()}")
+    r = json.loads(done.stdout)
+    label = f"CEL: {r['selectors']} selectors x {r['devices']:,} devices"
+    return [Measurement(f"{label}, plain cel-python per device", r["plain_s"], [r["plain_s"]], 0, "the reference"),
+            Measurement(f"{label}, memoised engine (cold memo)", r["cached_s"], [r["cached_s"]], 0,
+                        f"{r['speedup']:.0f}x faster, identical results on every device")]
+
+
+def bench_report(repeat: int, work: Path) -> list[Measurement]:
+    """`gpuc plan --html` of a 5,000-node pool held by 5,000 workloads, and the page's load time in Chromium."""
+    from .report_bench import browser_load_seconds, worst_case_fleet
+
+    fleet = worst_case_fleet(work / "report-5000")
+    page = work / "report-5000.html"
+    out = [measure("plan --html: 5,000 nodes held by 5,000 workloads (5,000 distinct node layouts)",
+                   gpuc("plan", str(fleet), "--html", str(page)), repeat)]
+    loads = browser_load_seconds(page, repeat)
+    if loads is None:
+        return out + [Measurement("report load in headless Chromium: skipped, chromium or chromedriver not installed", 0, [0], 0)]
+    size = page.stat().st_size // 1024
+    return out + [Measurement(f"report load in headless Chromium ({size:,} KiB page)", statistics.median(loads), loads, 0,
+                              "navigation to two frames after load")]
+
+
 BENCHMARKS: dict[str, Callable[[int, Path], list[Measurement]]] = {
     "help": bench_help,
     "render": bench_render,
     "render-scaling": bench_render_scaling,
+    "plan": bench_plan,
+    "plan-scaling": bench_plan_scaling,
+    "cel": bench_cel,
+    "report": bench_report,
 }
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import time
 from dataclasses import dataclass, field
 
 import pytest
@@ -225,22 +224,6 @@ def test_cache_matches_uncached_evaluation_on_a_randomized_inventory():
             assert outcome(selector.matches) == outcome(selector.matches_uncached), (text, devices[i])
             compared += 1
     assert compared == len(DIFFERENTIAL_EXPRESSIONS) * 400
-
-
-def test_cached_engine_is_at_least_50x_faster_per_device():
-    devices = [h100(uuid=f"GPU-{i}") for i in range(3000)]
-    text = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu' && " \
-           "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0"
-    selector = compile_selector(text)
-    start = time.perf_counter()
-    for d in devices[:100]:
-        selector.matches_uncached(d)
-    plain = (time.perf_counter() - start) / 100
-    start = time.perf_counter()
-    for d in devices:
-        selector.matches(d)
-    cached = (time.perf_counter() - start) / len(devices)
-    assert plain / cached >= 50, f"plain {plain * 1e6:.0f}us vs cached {cached * 1e6:.2f}us per device"
 
 
 # --------------------------------------------------------------------------------- static checks

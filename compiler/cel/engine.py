@@ -122,6 +122,10 @@ class Selector:
             raise CelEvaluationError(result.message)  # type: ignore[union-attr]
         return result  # type: ignore[return-value]
 
+    def forget(self) -> None:
+        """Drop the memo, so that the next evaluations pay what a fresh process pays (benchmarks)."""
+        self._memo.clear()
+
     def matches_uncached(self, device: DeviceData) -> bool:
         """Plain cel-python evaluation, the reference the cache is tested against."""
         result = self._run(device)

@@ -1,0 +1,56 @@
+"""The capacity report's worst case: a 5,000-node pool where every node is held by its own workload,
+and how long headless Chromium takes to load and paint the page (selenium drives Debian's chromium)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+
+def worst_case_fleet(out: Path, nodes: int = 5000) -> Path:
+    if out.exists():
+        return out
+    cluster = {"apiVersion": "gpuc.dev/v1alpha1", "kind": "Cluster", "metadata": {"name": "big"}, "spec": {
+        "kubernetesVersion": "1.34", "draDriver": {"version": "25.12.0", "nvidiaDriverRoot": "/run/nvidia/driver"},
+        "gpuOperator": {"mode": "helm", "version": "v25.10.1"},
+        "nodePools": [{"name": "h100", "nodes": nodes, "gpu": {"model": "H100-80GB", "count": 8}}],
+        "gitops": {"repoURL": "https://git.example.com/fleet.git", "path": "rendered/big", "destination": {"name": "big"}}}}
+    workloads = [{"apiVersion": "gpuc.dev/v1alpha1", "kind": "GpuWorkload", "metadata": {"name": f"w{i:04d}", "namespace": "team"},
+                  "spec": {"replicas": 8, "gpu": {"count": 1}}} for i in range(nodes)]
+    (out / "clusters").mkdir(parents=True)
+    (out / "workloads").mkdir()
+    (out / "clusters" / "big.yaml").write_text(yaml.safe_dump(cluster, sort_keys=False))
+    (out / "workloads" / "w.yaml").write_text(yaml.safe_dump_all(workloads, sort_keys=False))
+    return out
+
+
+def browser_load_seconds(page: Path, repeat: int) -> list[float] | None:
+    chromium, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
+    if not (chromium and driver_path):
+        return None
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 f"--user-data-dir={tempfile.mkdtemp(prefix='gpuc-chromium-')}", "--window-size=1300,2400"):
+        options.add_argument(flag)
+    browser = webdriver.Chrome(service=Service(driver_path), options=options)
+    try:
+        browser.get("about:blank")
+        loads = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            browser.get(page.as_uri())
+            browser.execute_async_script("const done = arguments[0]; requestAnimationFrame(() => requestAnimationFrame(done))")
+            loads.append(time.perf_counter() - start)
+            browser.get("about:blank")
+        return loads
+    finally:
+        browser.quit()
