@@ -106,3 +106,24 @@ def test_the_memory_floor_sizing_adds_always_matches_the_pool_it_sized_for(fleet
     assert 79 * GIB < plan.sizing.need < 79.6 * GIB
     assert plan.gpus == 2 and plan.min_memory_gib == 40
     assert gpuc("render", path, "-o", path / "out").code == 0  # the plan places it: the selector matches H100s
+
+
+def test_multi_node_replicas_spread_the_model_over_every_node(fleet):
+    """405B at fp8 over 2 nodes: 4 GPUs (2 per node) of 186 GB each hold it; one node's GPUs alone would not."""
+    gb200 = {"name": "gb200", "nodes": 4, "gpu": {"model": "GB200-186GB", "count": 4}}
+    w = workload_doc("big", model=nim_model("405B", precision="fp8", contextLength=8192, concurrency=8),
+                     secrets=NIM_SECRETS, gpu={"count": "auto", "multiNode": {"nodes": 2}})
+    path = fleet(clusters=[cluster_doc(pools=[gb200])], workloads={"w.yaml": [w]})
+    compiled = compile_single(path)
+    s = plan_of(compiled, "big").sizing
+    assert (s.count, s.nodes, s.gpus_per_replica) == (2, 2, 4)
+    assert s.per_gpu == -(-s.need // 4)
+    assert s.steps[0].startswith("1 GPU(s) x 2 nodes: ")
+    service = objects_of(compiled, "NIMService")[0]
+    assert service["spec"]["multiNode"]["parallelism"] == {"tensor": 2, "pipeline": 2}
+    cache = objects_of(compiled, "NIMCache")[0]
+    assert cache["spec"]["source"]["ngc"]["model"]["tensorParallelism"] == "2"
+    rct = next(o for o in objects_of(compiled, "ResourceClaimTemplate") if o["metadata"]["name"].startswith("big-gpu"))
+    assert rct["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 2
+    out = gpuc("explain", path, "big").out
+    assert "=> 2 GPU(s) per node x 2 nodes = 4 per replica" in out and "pipeline parallelism 2" in out

@@ -29,10 +29,13 @@ def sizing_lines(s: Sizing) -> list[str]:
     if s.auto:
         lines.append("count: auto, smallest of 1, 2, 4, 8 GPUs whose share fits a serving pool:")
         lines.extend(f"  {step}" for step in s.steps)
-    if s.count:
+    if s.count and s.nodes > 1:
+        lines.append(f"=> {s.count} GPU(s) per node x {s.nodes} nodes = {s.gpus_per_replica} per replica, {_gib(s.per_gpu)} per GPU; "
+                     f"tensor parallelism {s.count}, pipeline parallelism {s.nodes}")
+    elif s.count:
         lines.append(f"=> {s.count} GPU(s) per replica, {_gib(s.per_gpu)} per GPU; NIMCache tensorParallelism \"{s.count}\"")
     else:
-        lines.append("=> does not fit: no pool has GPUs large enough, even at 8 per replica")
+        lines.append("=> does not fit: no pool has GPUs large enough, even at 8 per " + ("node" if s.nodes > 1 else "replica"))
     return lines
 
 

@@ -71,13 +71,15 @@ def plan_workload(cluster: ResolvedCluster, intent: Intent[GpuWorkload], fleet: 
     requested = gpu.count if isinstance(gpu.count, int) else None
     if gpu.count is None and w.spec.model is None:
         requested = 1
-    sizing = size_model(w.spec.model, list(matches), requested, fixed, shared_with) if w.spec.model is not None else None
+    nodes = gpu.multi_node.nodes if gpu.multi_node is not None else 1
+    sizing = size_model(w.spec.model, list(matches), requested, fixed, shared_with, nodes) if w.spec.model is not None else None
     count = sizing.count if sizing is not None else (fixed or requested)
     min_memory = None
     if sizing is not None and serving:
         if count is None:
             findings.add(intent.error(("spec", "model"),
-                                      f"the model needs {sizing.total_need / GIB:.1f} GiB and does not fit 8 GPUs of any pool of cluster '{cluster.name}'",
+                                      f"the model needs {sizing.total_need / GIB:.1f} GiB and does not fit 8 GPUs "
+                                      f"{'per node ' if nodes > 1 else ''}of any pool of cluster '{cluster.name}'",
                                       "use a lower precision, a shorter contextLength or concurrency, or bigger GPUs"))
         elif sizing.auto:
             min_memory = floor_gib(sizing.per_gpu)

@@ -4,7 +4,9 @@ need = parameters x bytes(precision) x overhead + KV cache, where
 KV cache = per-token bytes x contextLength x concurrency and
 per-token bytes = 2 x layers x kvHeads x headDim x bytes(KV element).
 The chosen count is the smallest of 1, 2, 4, 8 whose per-GPU share fits the GPU memory of a pool
-that can serve the workload and has that many GPUs on one node.
+that can serve the workload and has that many GPUs on one node. A multi-node replica spreads the
+model over count x nodes GPUs (tensor parallelism within a node, pipeline parallelism across them),
+so its share is need / (count x nodes).
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ class Sizing:
     kv_cache: int
     need: int
     candidates: tuple[tuple[str, int, int], ...]  # (pool, GPU memory bytes, GPUs per node)
-    count: int | None  # chosen / requested GPUs per replica; None when nothing fits
+    count: int | None  # chosen / requested GPUs per pod (per node of a replica); None when nothing fits
     auto: bool
+    nodes: int = 1  # nodes (pods) per replica: multiNode.nodes
     shared_with: tuple[tuple[str, int], ...] = ()  # other members of the share group and their need
     steps: tuple[str, ...] = field(default=())  # one line per count tried, for `gpuc explain`
 
@@ -45,8 +48,12 @@ class Sizing:
         return self.need + sum(n for _, n in self.shared_with)
 
     @property
+    def gpus_per_replica(self) -> int | None:
+        return self.count * self.nodes if self.count else None
+
+    @property
     def per_gpu(self) -> int:
-        return math.ceil(self.total_need / self.count) if self.count else self.total_need
+        return math.ceil(self.total_need / self.gpus_per_replica) if self.count else self.total_need
 
 
 def floor_gib(share: int) -> int:
@@ -67,12 +74,12 @@ def model_need(model: ModelSpec) -> tuple[ModelShape, dict]:
 
 
 def size_model(model: ModelSpec, matches: list[PoolMatch], requested: int | None, fixed: int | None = None,
-               shared_with: tuple[tuple[str, int], ...] = ()) -> Sizing:
+               shared_with: tuple[tuple[str, int], ...] = (), nodes: int = 1) -> Sizing:
     """Size a model against the pools that can serve it.
 
     `requested` is an explicit gpu.count (sizing then only reports the arithmetic); `fixed` is a count
     another rule imposes (an NVLink partition is allocated whole); `shared_with` lists the models of
-    the same share group, whose memory lands on the same GPUs.
+    the same share group, whose memory lands on the same GPUs; `nodes` is multiNode.nodes.
     """
     shape, n = model_need(model)
     need = n["weights"] + n["kv"]
@@ -85,17 +92,18 @@ def size_model(model: ModelSpec, matches: list[PoolMatch], requested: int | None
         count = fixed if fixed is not None else requested
     else:
         count = None
+        across = f" x {nodes} nodes" if nodes > 1 else ""
         for tries in sizing_table()["autoCounts"]:
-            share = math.ceil(total / tries)
+            share = math.ceil(total / (tries * nodes))
             # the claim will select GPUs with at least the share rounded up to whole GiB: fit on that
             fitting = [c for c in candidates if c[1] >= floor_gib(share) * GIB and c[2] >= tries]
             if fitting:
-                steps.append(f"{tries} GPU(s): {share / GIB:.1f} GiB each -> fits pool {fitting[0][0]} "
+                steps.append(f"{tries} GPU(s){across}: {share / GIB:.1f} GiB each -> fits pool {fitting[0][0]} "
                              f"({fitting[0][1] / GIB:.1f} GiB x {fitting[0][2]} per node)")
                 count = tries
                 break
             largest = max(candidates, key=lambda c: c[1]) if candidates else None
-            steps.append(f"{tries} GPU(s): {share / GIB:.1f} GiB each -> "
+            steps.append(f"{tries} GPU(s){across}: {share / GIB:.1f} GiB each -> "
                          + (f"too big for the largest GPU ({largest[1] / GIB:.1f} GiB, pool {largest[0]})"
                             if largest and largest[1] < floor_gib(share) * GIB else
                             "no pool has that many GPUs per node" if largest else "no pool can serve the workload"))
@@ -103,7 +111,7 @@ def size_model(model: ModelSpec, matches: list[PoolMatch], requested: int | None
         parameters=model.parameters, precision=model.precision, weight_bytes_per_param=n["bpp"], overhead=n["overhead"],
         weights=n["weights"], shape=shape, kv_element_bytes=n["kv_elem"], kv_per_token=n["kv_token"],
         context_length=model.context_length, concurrency=model.concurrency, kv_cache=n["kv"], need=need,
-        candidates=candidates, count=count, auto=requested is None and fixed is None, steps=tuple(steps),
+        candidates=candidates, count=count, auto=requested is None and fixed is None, nodes=nodes, steps=tuple(steps),
         shared_with=shared_with,
     )
 
