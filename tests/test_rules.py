@@ -293,6 +293,17 @@ def test_dotted_value_key_is_explained(fleet):
                     "resources:\n            gpus:\n              enabled: true")
 
 
+@pytest.mark.parametrize("values, message", [
+    ({"gpuResourcesEnabledOverride": False}, "gpuResourcesEnabledOverride is set false, but the chart refuses"),
+    ({"resources": {"gpus": {"enabled": False}}}, "resources.gpus.enabled is set false, but node pools of this cluster"),
+    ({"resources": {"computeDomains": {"enabled": False}}}, "resources.computeDomains.enabled is set false, but multi-node"),
+])
+def test_user_values_cannot_switch_off_what_the_workloads_need(fleet, values, message):
+    w = workload_doc(gpu={"count": 2, "multiNode": {"nodes": 2}})
+    render_rejected(fleet(clusters=[cluster_doc(draDriver={"values": values})], workloads={"w.yaml": [w]}),
+                    message, "remove it from draDriver.values: gpuc sets it to true")
+
+
 def test_unknown_chart_value(fleet):
     cluster = cluster_doc(draDriver={"values": {"kubeletPlugin": {"nodeSelectr": {}}}})
     render_rejected(fleet(clusters=[cluster]), "'kubeletPlugin.nodeSelectr' is not a value of chart nvidia-dra-driver-gpu 25.12.0",

@@ -42,6 +42,7 @@ def check_fleet(fleet: Fleet, findings: Findings) -> dict[str, ResolvedCluster]:
         members = [w.model for w in fleet.workloads_on(cluster.name)]
         _check_gates(cluster, members, fleet, findings)
         _check_chart_values(cluster, findings)
+        _check_derived_values(cluster, members, findings)
     return clusters
 
 
@@ -527,6 +528,27 @@ def _gate_origin(a: str, b: str, derived: dict[str, bool]) -> str:
 
 
 # ------------------------------------------------------------------------------------ chart values
+
+# Values gpuc derives that the user's `values` must not turn off while the workloads depend on them:
+# (dotted key, the feature that needs it, why it must stay on).
+_DERIVED_VALUES = (
+    ("gpuResourcesEnabledOverride", "gpu_resources",
+     "the chart refuses resources.gpus.enabled without this acknowledgement (templates/validation.yaml)"),
+    ("resources.gpus.enabled", "gpu_resources", "node pools of this cluster are allocated through DRA"),
+    ("resources.computeDomains.enabled", "compute_domains", "multi-node workloads on this cluster need ComputeDomains"),
+)
+
+
+def _check_derived_values(cluster: ResolvedCluster, workloads: list[GpuWorkload], findings: Findings) -> None:
+    features = cluster_features(cluster, workloads)
+    for dotted, feature, why in _DERIVED_VALUES:
+        value: Any = cluster.spec.dra_driver.values
+        for part in dotted.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if value is False and getattr(features, feature):
+            findings.add(cluster.intent.error(("spec", "draDriver", "values", *dotted.split(".")),
+                                              f"{dotted} is set false, but {why}",
+                                              "remove it from draDriver.values: gpuc sets it to true"))
 
 def _check_chart_values(cluster: ResolvedCluster, findings: Findings) -> None:
     keys = chart_keys(cluster.driver)
