@@ -367,3 +367,19 @@ def test_argocd_applications(fleet):
     assert rendered["spec"]["source"]["path"] == "rendered/c1"
     assert rendered["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "1"
     assert driver and apps["c1-gpu-operator"]["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "0"
+    for app in apps.values():  # a first sync can fail while CRDs arrive: Argo CD retries only when told to
+        assert app["spec"]["syncPolicy"]["retry"]["limit"] == 5
+
+
+def test_first_sync_and_pruning_options(fleet):
+    """Custom resources survive the dry run before their CRDs exist; namespaces are never pruned with their
+    contents; the partial ClusterPolicy keeps its server-side-apply patch options."""
+    w = workload_doc(model=nim_model(), secrets=NIM_SECRETS, gpu={"count": 2, "multiNode": {"nodes": 2}})
+    cluster = cluster_doc(pools=[H100], gpuOperator={"mode": "patch"})
+    compiled = compile_single(fleet(clusters=[cluster], workloads={"w.yaml": [w]}))
+    options = {o.kind: o.manifest["metadata"]["annotations"].get("argocd.argoproj.io/sync-options") for o in compiled.objects}
+    for kind in ("ComputeDomain", "NIMCache", "NIMService"):
+        assert options[kind] == "SkipDryRunOnMissingResource=true", kind
+    assert options["ClusterPolicy"] == "ServerSideApply=true,Prune=false,Delete=false,SkipDryRunOnMissingResource=true"
+    assert options["Namespace"] == "Prune=false"
+    assert options["ResourceClaimTemplate"] is None  # built-in kinds need neither

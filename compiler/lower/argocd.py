@@ -14,6 +14,9 @@ from .meta import make_object
 
 ARGO_API = "argoproj.io/v1alpha1"
 RENDERED_APP_WAVE = Wave.NODE_CONFIG  # after the chart Applications, which are wave 0
+# Argo CD does not retry a failed automated sync of the same revision unless told to; a first sync
+# can fail while a chart's CRDs or namespaces are still arriving.
+RETRY = {"limit": 5, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "3m"}}
 
 
 def values_file(release: HelmRelease) -> str:
@@ -51,7 +54,7 @@ def lower_argocd(compiled: CompiledCluster) -> list[KubeObject]:
                 {"repoURL": gitops.repo_url, "targetRevision": gitops.target_revision, "ref": "values"},
             ],
             "syncPolicy": {"automated": {"prune": True, "selfHeal": True},
-                           "syncOptions": ["CreateNamespace=true", "ServerSideApply=true"]},
+                           "syncOptions": ["CreateNamespace=true", "ServerSideApply=true"], "retry": RETRY},
         }
         apps.append(make_object(ARGO_API, "Application", f"{compiled.name}-{release.name}", namespace=gitops.namespace,
                                 wave=release.wave, component=f"argocd/{release.component}", origin=release.origin,
@@ -62,7 +65,7 @@ def lower_argocd(compiled: CompiledCluster) -> list[KubeObject]:
         "source": {"repoURL": gitops.repo_url, "targetRevision": gitops.target_revision, "path": base},
         "syncPolicy": {"automated": {"prune": True, "selfHeal": True},
                        # old claims (hashed names) are pruned only after their replacements are healthy
-                       "syncOptions": ["PruneLast=true"]},
+                       "syncOptions": ["PruneLast=true"], "retry": RETRY},
     }
     apps.append(make_object(ARGO_API, "Application", f"{compiled.name}-gpuc", namespace=gitops.namespace,
                             wave=RENDERED_APP_WAVE, component="argocd/rendered", origin=ref,

@@ -14,6 +14,12 @@ SOURCE = "gpuc.dev/source"
 WORKLOAD = "gpuc.dev/workload"
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+# A custom resource whose CRD a chart Application installs in the same first sync: without this, Argo
+# CD's dry run fails on the missing kind and the whole sync stops before the CRD arrives.
+MISSING_CRD_OK = "SkipDryRunOnMissingResource=true"
+# A Namespace gpuc creates for workloads also holds what gpuc does not own (the NGC Secrets, users'
+# pods): removing the last workload must not let Argo CD prune it with everything in it.
+KEEP_NAMESPACE = "Prune=false"
 
 
 def content_hash(value: Any, length: int = 8) -> str:

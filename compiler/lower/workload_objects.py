@@ -14,7 +14,7 @@ from ..validate.resolved import ResolvedCluster
 from . import selectors as sel
 from .claims import ClaimRef
 from .graph import KubeObject, Replacement, Wave
-from .meta import WORKLOAD, hashed_name, make_object
+from .meta import KEEP_NAMESPACE, MISSING_CRD_OK, SYNC_OPTIONS, WORKLOAD, hashed_name, make_object
 
 CD_API = "resource.nvidia.com/v1beta1"
 CD_REPLACEMENT = Replacement("spec", "ComputeDomain specs are immutable: a new ComputeDomain (hashed name) replaces the old one",
@@ -43,8 +43,8 @@ def compute_domain(cluster: ResolvedCluster, plan: WorkloadPlan) -> tuple[KubeOb
     spec = {**core, "channel": {"resourceClaimTemplate": {"name": channel}}}
     obj = make_object(CD_API, "ComputeDomain", name, namespace=plan.namespace, wave=Wave.CLAIMS,
                       component=f"workload/{plan.namespace}/{plan.name}", origin=plan.intent.source,
-                      labels={WORKLOAD: plan.name}, body={"spec": spec}, replacements=(CD_REPLACEMENT,),
-                      identity=plan.name)
+                      labels={WORKLOAD: plan.name}, annotations={SYNC_OPTIONS: MISSING_CRD_OK}, body={"spec": spec},
+                      replacements=(CD_REPLACEMENT,), identity=plan.name)
     return obj, channel
 
 
@@ -70,7 +70,7 @@ def nim_objects(plan: WorkloadPlan, claim: ClaimRef, compute_domain_name: str | 
     pvc = {"create": True, "size": w.spec.cache.size.text, "storageClass": w.spec.cache.storage_class,
            "volumeAccessMode": w.spec.cache.access_mode}
     cache = make_object(api, "NIMCache", plan.name, namespace=plan.namespace, wave=Wave.NIM_CACHE, component=component,
-                        origin=plan.intent.source, labels=labels,
+                        origin=plan.intent.source, labels=labels, annotations={SYNC_OPTIONS: MISSING_CRD_OK},
                         body={"spec": {"source": {"ngc": ngc}, "storage": {"pvc": pvc}}})
 
     repository, tag = _image(model.image)
@@ -95,10 +95,11 @@ def nim_objects(plan: WorkloadPlan, claim: ClaimRef, compute_domain_name: str | 
         }
     service = make_object(api, "NIMService", plan.name, namespace=plan.namespace, wave=Wave.NIM_SERVICE,
                           component=component, origin=plan.intent.source, labels=labels,
-                          annotations={IMMUTABLE_FIELDS: "spec.draResources"},
+                          annotations={IMMUTABLE_FIELDS: "spec.draResources", SYNC_OPTIONS: MISSING_CRD_OK},
                           body={"spec": spec}, replacements=(NIM_REPLACEMENT,))
     return [cache, service]
 
 
 def namespace_object(cluster: ResolvedCluster, namespace: str, origin: SourceDoc) -> KubeObject:
-    return make_object("v1", "Namespace", namespace, wave=Wave.NODE_CONFIG, component="namespaces", origin=origin)
+    return make_object("v1", "Namespace", namespace, wave=Wave.NODE_CONFIG, component="namespaces", origin=origin,
+                       annotations={SYNC_OPTIONS: KEEP_NAMESPACE})
