@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from conftest import NIM_SECRETS, cluster_doc, compile_single, nim_model, objects_of, workload_doc
+from conftest import NIM_SECRETS, cluster_doc, compile_single, gpuc, nim_model, objects_of, workload_doc
 
 A100_MIG = {"name": "a100", "nodes": 1, "gpu": {"model": "A100-80GB", "count": 8}, "mig": {"layout": "all-balanced"}}
 H100 = {"name": "h100", "nodes": 2, "gpu": {"model": "H100-80GB", "count": 8}, "nvlink": {"partitions": [2, 4, 8]}}
@@ -171,6 +171,21 @@ def test_mig_device_class(fleet):
         "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'",
         "device.attributes['gpu.nvidia.com'].profile in ['1g.10gb', '2g.20gb']",
     ]
+
+
+def test_a_platform_class_goes_to_its_clusters_only(fleet):
+    """A MIG class for the MIG cluster must not make the cluster without MIG fail its selector check."""
+    cls = {"apiVersion": "gpuc.dev/v1alpha1", "kind": "GpuDeviceClass", "metadata": {"name": "small-mig"},
+           "spec": {"clusters": ["mig"], "mig": {"slices": [{"profile": "1g.10gb"}]}}}
+    path = fleet(clusters=[cluster_doc("mig", pools=[A100_MIG]), cluster_doc("plain", pools=[H100])], workloads={"c.yaml": [cls]})
+    assert [o["metadata"]["name"] for o in objects_of(compile_single(path, "mig"), "DeviceClass")] == ["small-mig"]
+    assert objects_of(compile_single(path, "plain"), "DeviceClass") == []
+    everywhere = fleet(clusters=[cluster_doc("mig", pools=[A100_MIG]), cluster_doc("plain", pools=[H100])],
+                       workloads={"c.yaml": [dict(cls, spec={"mig": cls["spec"]["mig"]})]})
+    result = gpuc("validate", everywhere)  # unused on 'plain' and matching nothing there: a warning, not a failure
+    assert result.code == 0, result.err
+    assert "DeviceClass small-mig: selector" in result.err and "no workload on this cluster uses the class" in result.err
+    assert "list the clusters it is for in the class's spec.clusters (this is 'plain')" in result.err
 
 
 def test_builtin_classes_are_never_emitted(fleet):

@@ -48,6 +48,24 @@ def test_unknown_class_reference(fleet):
                     "spec.gpu.class: unknown device class 'fast'", "kind: GpuDeviceClass")
 
 
+def mig_class(**spec):
+    return {"apiVersion": "gpuc.dev/v1alpha1", "kind": "GpuDeviceClass", "metadata": {"name": "small-mig.example.com"},
+            "spec": {"mig": {"slices": [{"profile": "1g.10gb"}]}, **spec}}
+
+
+def test_class_cluster_references(fleet):
+    render_rejected(fleet(workloads={"c.yaml": [mig_class(clusters=["c11"])]}),
+                    "workloads/c.yaml:", "spec.clusters[0]: unknown cluster 'c11'", "did you mean 'c1'?")
+
+
+def test_workload_on_a_cluster_its_class_is_not_on(fleet):
+    clusters = [cluster_doc("c1", pools=[A100_MIG]), cluster_doc("c2", pools=[A100_MIG])]
+    w = workload_doc(gpu={"class": "small-mig.example.com", "mig": {"slices": [{"profile": "1g.10gb"}]}})
+    render_rejected(fleet(clusters=clusters, workloads={"c.yaml": [mig_class(clusters=["c1"])], "w.yaml": [w]}),
+                    "spec.gpu.class: device class 'small-mig.example.com' is not on cluster 'c2'",
+                    "add 'c2' to the class's spec.clusters")
+
+
 def test_builtin_class_reference_is_explained(fleet):
     render_rejected(fleet(workloads={"w.yaml": [workload_doc(gpu={"class": "gpu.nvidia.com"})]}),
                     "driver's built-in class, which gpuc uses by default")

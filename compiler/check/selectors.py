@@ -84,6 +84,7 @@ class _Checker:
         self._class_devices: dict[str, list[Device]] = {}
         self._floors = {p.intent.source.ref: p.min_memory_gib for p in compiled.plan.workloads}
         self.emitted_classes = {o.name for o in compiled.objects if o.kind == "DeviceClass"}
+        self.used_classes = {p.workload.spec.gpu.class_ for p in compiled.plan.workloads}
         # Thousands of claims share a handful of selector chains: each static check and each filtering
         # step is computed once per (device scope, selectors so far) and reused.
         self._problems: dict[str, list[Problem]] = {}
@@ -147,9 +148,13 @@ class _Checker:
                 if failed == len(devices):
                     return
             if devices and not matched:
-                self.add(obj.origin, path, f"{label}: selector {pretty(text)} matches none of the {len(devices)} devices "
-                         f"of cluster '{self.cluster.name}' that get this far" + values_hint(text, devices),
-                         "relax the requirement, or check the cluster's devices with `gpuc inventory`")
+                message = (f"{label}: selector {pretty(text)} matches none of the {len(devices)} devices "
+                           f"of cluster '{self.cluster.name}' that get this far" + values_hint(text, devices))
+                if obj.kind == "DeviceClass" and obj.name not in self.used_classes:  # inert here: a platform class for other clusters
+                    self.add(obj.origin, path, message + "; no workload on this cluster uses the class",
+                             f"list the clusters it is for in the class's spec.clusters (this is '{self.cluster.name}')", "warning")
+                else:
+                    self.add(obj.origin, path, message, "relax the requirement, or check the cluster's devices with `gpuc inventory`")
                 return
             devices = matched
 

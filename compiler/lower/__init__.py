@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..facts.platform import nim_operator
 from ..facts.driver import ChartRef
 from ..plan import ClusterPlan
-from ..validate.documents import Fleet
+from ..validate.documents import Fleet, target_clusters
 from ..validate.features import cluster_features
 from .argocd import lower_argocd
 from .claims import lower_claims
@@ -44,7 +44,8 @@ def lower_cluster(plan: ClusterPlan, fleet: Fleet) -> CompiledCluster:
         compiled.objects.append(namespace_object(cluster, namespace, first_in[namespace].intent.source))
 
     for cls in fleet.classes.values():
-        compiled.objects.append(lower_device_class(cluster, cls))
+        if cluster.name in target_clusters(cls.model, fleet):
+            compiled.objects.append(lower_device_class(cluster, cls))
 
     claim_objects, refs = lower_claims(cluster, plans)
     compiled.objects.extend(claim_objects)

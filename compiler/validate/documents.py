@@ -62,8 +62,9 @@ class Fleet:
         return None
 
 
-def target_clusters(workload: GpuWorkload, fleet: Fleet) -> list[str]:
-    return list(workload.spec.clusters) if workload.spec.clusters is not None else sorted(fleet.clusters)
+def target_clusters(intent: GpuWorkload | GpuDeviceClass, fleet: Fleet) -> list[str]:
+    """The clusters a workload or device class lists in spec.clusters, or every cluster of the fleet."""
+    return list(intent.spec.clusters) if intent.spec.clusters is not None else sorted(fleet.clusters)
 
 
 def _strip_union_tags(loc: tuple[Any, ...]) -> FieldPath:

@@ -234,6 +234,7 @@ class ClassMig(Model):
 
 
 class DeviceClassSpec(Model):
+    clusters: list[DnsLabel] | None = Field(None, description="clusters that get this DeviceClass (default: every cluster)")
     require: Require | None = None
     mig: ClassMig | None = None
 

@@ -34,7 +34,7 @@ def check_fleet(fleet: Fleet, findings: Findings) -> dict[str, ResolvedCluster]:
         if resolved is not None:
             clusters[name] = resolved
     for cls in fleet.classes.values():
-        _check_class(cls, findings)
+        _check_class(cls, fleet, findings)
     for workload in fleet.workloads:
         _check_workload(workload, fleet, clusters, findings)
     _check_share_groups(fleet, findings)
@@ -188,8 +188,18 @@ def _mix_text(mix: dict[str, int]) -> str:
 
 # ----------------------------------------------------------------------------------- device classes
 
-def _check_class(cls: Intent[GpuDeviceClass], findings: Findings) -> None:
+def _check_cluster_refs(intent: Intent, listed: list[str] | None, fleet: Fleet, findings: Findings) -> None:
+    for i, name in enumerate(listed or []):
+        if name not in fleet.clusters:
+            findings.add(intent.error(("spec", "clusters", i), f"unknown cluster '{name}'",
+                                      did_you_mean(name, fleet.clusters) or f"clusters of this fleet: {one_of(fleet.clusters)}"))
+    if listed is not None and len(set(listed)) != len(listed):
+        findings.add(intent.error(("spec", "clusters"), "a cluster is listed twice"))
+
+
+def _check_class(cls: Intent[GpuDeviceClass], fleet: Fleet, findings: Findings) -> None:
     name = cls.model.metadata.name
+    _check_cluster_refs(cls, cls.model.spec.clusters, fleet, findings)
     if name in builtin_device_classes():
         findings.add(cls.error(("metadata", "name"), f"'{name}' is a DeviceClass the DRA driver chart creates",
                                "pick a name of your own, e.g. 'high-memory.example.com'"))
@@ -224,12 +234,7 @@ def _check_require(intent: Intent, path: tuple, require, findings: Findings) -> 
 def _check_workload(w: Intent[GpuWorkload], fleet: Fleet, clusters: dict[str, ResolvedCluster], findings: Findings) -> None:
     spec = w.model.spec
     gpu = spec.gpu
-    for i, name in enumerate(spec.clusters or []):
-        if name not in fleet.clusters:
-            findings.add(w.error(("spec", "clusters", i), f"unknown cluster '{name}'",
-                                 did_you_mean(name, fleet.clusters) or f"clusters of this fleet: {one_of(fleet.clusters)}"))
-    if spec.clusters is not None and len(set(spec.clusters)) != len(spec.clusters):
-        findings.add(w.error(("spec", "clusters"), "a cluster is listed twice"))
+    _check_cluster_refs(w, spec.clusters, fleet, findings)
     if gpu.class_ is not None and gpu.class_ not in fleet.classes:
         hint = ("that is the driver's built-in class, which gpuc uses by default; remove `class`"
                 if gpu.class_ in builtin_device_classes() else did_you_mean(gpu.class_, fleet.classes)
@@ -240,6 +245,10 @@ def _check_workload(w: Intent[GpuWorkload], fleet: Fleet, clusters: dict[str, Re
     _check_model(w, findings)
     if gpu.class_ in fleet.classes:
         cls = fleet.classes[gpu.class_].model.spec
+        missing = [c for c in target_clusters(w.model, fleet) if c not in target_clusters(fleet.classes[gpu.class_].model, fleet)]
+        if missing:
+            findings.add(w.error(("spec", "gpu", "class"), f"device class '{gpu.class_}' is not on cluster {one_of(missing)}",
+                                 f"add {one_of(missing)} to the class's spec.clusters, or list this workload's clusters"))
         if bool(cls.mig) != bool(gpu.mig):
             findings.add(w.error(("spec", "gpu", "class"),
                                  f"device class '{gpu.class_}' selects {'MIG devices' if cls.mig else 'full GPUs'} but this workload asks for "
