@@ -172,6 +172,7 @@ def test_topology_only_fields_on_partition_attribute_clusters(fleet):
     ({"strategy": "Auto", "partitionSize": 4, "partitionIDs": ["p1"]}, "partitionIDs are only allowed with strategy Manual"),
     ({"strategy": "Disabled", "partitionSize": 4}, "strategy Disabled takes no partitionSize"),
     ({"strategy": "Auto"}, "strategy Auto needs partitionSize"),
+    ({"strategy": "Manual", "partitionIDs": ["p1", "p2"]}, "spec.gpu.count: strategy Manual names partitions but not how many GPUs"),
 ])
 def test_fabric_topology_rules(fleet, fabric, fragment):
     cluster = cluster_doc(driver="25.8.1", kubernetes="1.33", draDriver={"fabric": "topologyConfig"})
@@ -375,3 +376,12 @@ def test_model_too_big_for_eight_gpus(fleet):
 def test_more_gpus_than_a_node_has(fleet):
     render_rejected(fleet(workloads={"w.yaml": [workload_doc(gpu={"count": 16})]}),
                     "16 GPUs per pod, but the pools that can serve it have at most 8 GPUs per node", code=1)
+
+
+def test_mig_pools_without_an_operator_gpuc_configures_warn(fleet):
+    path = fleet(clusters=[cluster_doc(pools=[A100_MIG], gpuOperator={"mode": "none"})])
+    result = gpuc("validate", path)
+    assert result.code == 0, result.err
+    assert ("spec.gpuOperator.mode: MIG pools need the GPU Operator's migManager to read gpuc's ConfigMap "
+            "'gpuc-mig-parted-config' (namespace gpu-operator); with mode none gpuc cannot set that") in result.err
+    assert "set migManager.config.name=gpuc-mig-parted-config" in result.err

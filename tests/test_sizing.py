@@ -127,3 +127,14 @@ def test_multi_node_replicas_spread_the_model_over_every_node(fleet):
     assert rct["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 2
     out = gpuc("explain", path, "big").out
     assert "=> 2 GPU(s) per node x 2 nodes = 4 per replica" in out and "pipeline parallelism 2" in out
+
+
+def test_a_mig_mix_too_small_for_the_model_warns(fleet):
+    a100 = {"name": "a100", "nodes": 1, "gpu": {"model": "A100-80GB", "count": 8}, "mig": {"layout": "all-balanced"}}
+    big = workload_doc("big", model=nim_model("70B"), secrets=NIM_SECRETS, gpu={"mig": {"slices": [{"profile": "3g.40gb"}]}})
+    small = workload_doc("small", model=nim_model("1B", contextLength=4096, concurrency=1), secrets=NIM_SECRETS,
+                         gpu={"mig": {"slices": [{"profile": "3g.40gb"}]}})
+    path = fleet(clusters=[cluster_doc(pools=[a100])], workloads={"w.yaml": [big, small]})
+    result = gpuc("validate", path)
+    assert "spec.gpu.mig.slices: the model needs 159.0 GiB, but these MIG slices hold 39.2 GiB" in result.err, result.err
+    assert result.err.count("these MIG slices hold") == 1  # the 1B model fits its slice

@@ -66,6 +66,8 @@ def plan_workload(cluster: ResolvedCluster, intent: Intent[GpuWorkload], fleet: 
                                   "relax gpu.require, or add a matching pool to the cluster"))
     group = share_group_of(w)
     if gpu.mig is not None:
+        if w.spec.model is not None and serving:
+            _check_mig_holds_model(intent, serving, findings)
         return WorkloadPlan(intent, matches, None, None, None, group)
     fixed = gpu.fabric.partition_size if gpu.fabric and gpu.fabric.strategy == "Auto" else None
     requested = gpu.count if isinstance(gpu.count, int) else None
@@ -94,6 +96,23 @@ def plan_workload(cluster: ResolvedCluster, intent: Intent[GpuWorkload], fleet: 
                                   f"{max(m.pool.spec.gpu.count for m in serving)} GPUs per node",
                                   "a pod's claims are allocated on one node; use multiNode for more"))
     return WorkloadPlan(intent, matches, count, sizing, min_memory, group)
+
+
+def _mig_memory(pool: PoolMatch, slices) -> int:
+    profiles = {p.name: p for p in pool.pool.gpu.mig.profiles.values()} if pool.pool.gpu.mig else {}
+    return sum(profiles[s.profile].memory_bytes * s.count for s in slices if s.profile in profiles)
+
+
+def _check_mig_holds_model(intent: Intent[GpuWorkload], serving: list[PoolMatch], findings: Findings) -> None:
+    """A model on MIG slices is not sized (the mix is the user's), but a mix too small for it is a mistake."""
+    w = intent.model
+    need = model_bytes(w.spec.model)
+    held = max(_mig_memory(m, w.spec.gpu.mig.slices) for m in serving)
+    if held and need > held:
+        findings.add(intent.warning(("spec", "gpu", "mig", "slices"),
+                                    f"the model needs {need / GIB:.1f} GiB, but these MIG slices hold {held / GIB:.1f} GiB",
+                                    "add or enlarge slices, lower precision / contextLength / concurrency, or use full GPUs "
+                                    "with count: auto"))
 
 
 def plan_cluster(cluster: ResolvedCluster, fleet: Fleet, findings: Findings) -> ClusterPlan:

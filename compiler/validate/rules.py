@@ -17,7 +17,7 @@ from ..facts.driver import (
     gates, gates_on, logging_gates, parse_driver_version,
 )
 from ..facts.mig import fit_mix, fit_on_model
-from ..facts.platform import nim_operator, parse_kubernetes_version, version_tuple
+from ..facts.platform import gpu_operator, nim_operator, parse_kubernetes_version, version_tuple
 from .documents import Fleet, Intent, target_clusters
 from .features import cluster_features, derived_gates
 from .intents import Cluster, GpuDeviceClass, GpuWorkload
@@ -43,6 +43,7 @@ def check_fleet(fleet: Fleet, findings: Findings) -> dict[str, ResolvedCluster]:
         _check_gates(cluster, members, fleet, findings)
         _check_chart_values(cluster, findings)
         _check_derived_values(cluster, members, findings)
+        _check_operator_mode(cluster, findings)
     return clusters
 
 
@@ -68,6 +69,18 @@ def _check_paths(intent: Intent[Cluster], fleet: Fleet, findings: Findings) -> N
     elif not (fleet.root / crds).is_dir():
         findings.add(intent.error(("spec", "crds"), f"directory '{crds}' does not exist in the fleet",
                                   "create it with the CRD YAMLs of the operators this cluster runs, or drop spec.crds"))
+
+def _check_operator_mode(cluster: ResolvedCluster, findings: Findings) -> None:
+    """With mode none another tool runs the GPU Operator: gpuc's mig-parted ConfigMap and MIG labels do
+    nothing until that install's migManager reads the ConfigMap."""
+    op = cluster.spec.gpu_operator
+    if op.mode == "none" and any(p.mig_layout is not None or p.mig_dynamic for p in cluster.pools):
+        name = gpu_operator()["migConfigMapName"]
+        findings.add(cluster.intent.warning(("spec", "gpuOperator", "mode"),
+                                            f"MIG pools need the GPU Operator's migManager to read gpuc's ConfigMap '{name}' "
+                                            f"(namespace {op.namespace}); with mode none gpuc cannot set that",
+                                            f"set migManager.config.name={name} in the GPU Operator you run, or use mode patch"))
+
 
 def resolve_cluster(intent: Intent[Cluster], findings: Findings) -> ResolvedCluster | None:
     spec = intent.model.spec
@@ -313,6 +326,9 @@ def _check_fabric_options(w: Intent[GpuWorkload], findings: Findings) -> None:
             findings.add(w.error(path + ("strategy",), "strategy Manual needs partitionIDs", "list the fabric partition IDs to use"))
         if fabric.partition_size is not None:
             findings.add(w.error(path + ("partitionSize",), "strategy Manual takes partitionIDs, not partitionSize", "remove partitionSize"))
+        elif not isinstance(gpu.count, int):
+            findings.add(w.error(("spec", "gpu", "count"), "strategy Manual names partitions but not how many GPUs they span",
+                                 "set gpu.count to the number of GPUs of the listed partitions"))
     elif fabric.partition_ids:
         findings.add(w.error(path + ("partitionIDs",), f"partitionIDs are only allowed with strategy Manual (strategy is {fabric.strategy})"))
     if fabric.strategy == "Disabled" and fabric.partition_size is not None:
