@@ -117,6 +117,8 @@ def test_patch_mode_emits_a_partial_cluster_policy(fleet):
     assert policy.manifest["spec"]["cdi"] == {"enabled": True}
     assert "labels" not in policy.manifest["metadata"]  # never claim ownership of the operator's object
     assert "ServerSideApply=true" in policy.manifest["metadata"]["annotations"]["argocd.argoproj.io/sync-options"]
+    # the operator's own install manages these fields: the Pulumi patch must take them over, not fail on the conflict
+    assert policy.manifest["metadata"]["annotations"]["pulumi.com/patchForce"] == "true"
 
 
 def test_custom_mig_layout_gets_a_mig_parted_config(fleet):
@@ -141,6 +143,7 @@ def test_node_names_become_label_patches(fleet):
     nodes = [o for o in compiled.objects if o.kind == "Node"]
     assert [n.name for n in nodes] == ["gpu-1", "gpu-2"]
     assert all(n.patch and n.manifest["metadata"]["labels"] == {"nvidia.com/gpu.dra": "true"} for n in nodes)
+    assert all(n.manifest["metadata"]["annotations"]["pulumi.com/patchForce"] == "true" for n in nodes)
 
 
 def test_host_installed_driver_turns_the_operator_driver_off(fleet):

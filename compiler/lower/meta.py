@@ -20,6 +20,10 @@ MISSING_CRD_OK = "SkipDryRunOnMissingResource=true"
 # A Namespace gpuc creates for workloads also holds what gpuc does not own (the NGC Secrets, users'
 # pods): removing the last workload must not let Argo CD prune it with everything in it.
 KEEP_NAMESPACE = "Prune=false"
+# Partial objects (a ClusterPolicy another install owns, Node labels) are server-side-apply patches of
+# fields gpuc means to own: take them over on conflict instead of failing. Argo CD's server-side
+# apply sync forces its field ownership; Pulumi's Patch resources need this annotation to do the same.
+PATCH_FORCE = {"pulumi.com/patchForce": "true"}
 
 
 def content_hash(value: Any, length: int = 8) -> str:

@@ -16,7 +16,7 @@ from ..facts.driver import ChartRef
 from ..facts.platform import gpu_operator
 from ..validate.resolved import ResolvedCluster, ResolvedPool
 from .graph import HelmRelease, KubeObject, Wave
-from .meta import MISSING_CRD_OK, SYNC_OPTIONS, make_object
+from .meta import MISSING_CRD_OK, PATCH_FORCE, SYNC_OPTIONS, make_object
 
 SSA_PATCH = "ServerSideApply=true,Prune=false,Delete=false"
 # Where the GPU Operator's driver container mounts the driver; any other root means a host-installed driver.
@@ -101,7 +101,7 @@ def lower_node_config(cluster: ResolvedCluster) -> tuple[list[HelmRelease], list
     elif op.mode == "patch":
         objects.append(make_object(
             "nvidia.com/v1", "ClusterPolicy", facts["clusterPolicyName"], wave=Wave.NODE_CONFIG,
-            component="node-config", origin=ref, annotations={SYNC_OPTIONS: f"{SSA_PATCH},{MISSING_CRD_OK}"},
+            component="node-config", origin=ref, annotations={SYNC_OPTIONS: f"{SSA_PATCH},{MISSING_CRD_OK}", **PATCH_FORCE},
             body={"spec": settings}, patch=True, managed=False))
     if _mig_pools(cluster):
         text = yaml.safe_dump(mig_parted_config(cluster), sort_keys=False, default_flow_style=False)
@@ -114,5 +114,5 @@ def lower_node_config(cluster: ResolvedCluster) -> tuple[list[HelmRelease], list
             if labels[pool.name]:
                 objects.append(make_object(
                     "v1", "Node", node, wave=Wave.NODE_CONFIG, component="node-config", origin=ref,
-                    labels=labels[pool.name], annotations={SYNC_OPTIONS: SSA_PATCH}, patch=True, managed=False))
+                    labels=labels[pool.name], annotations={SYNC_OPTIONS: SSA_PATCH, **PATCH_FORCE}, patch=True, managed=False))
     return releases, objects, labels
