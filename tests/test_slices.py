@@ -140,3 +140,23 @@ def test_not_a_slice_list(fleet, tmp_path):
     d = exc.value.diagnostics[0]
     assert (d.line, d.path) == (2, "kind") and "expected a List of ResourceSlices, got kind 'Pod'" in d.message
     assert "kubectl get resourceslices -o yaml" in d.hint
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_hostile_exports_are_refused_before_they_expand_or_recurse(fleet, tmp_path, monkeypatch, fast):
+    """kubectl never writes aliases or deep nesting: a bomb or a runaway generator is bad input, quickly."""
+    if fast:
+        monkeypatch.setattr(loader, "TRACKED_BYTES", 100)  # the libyaml path for large exports
+    layers = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"] + [
+        f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("apiVersion: v1\nkind: List\n" + "\n".join(layers) + "\nitems: [*a8]\n")
+    with pytest.raises(InputError) as exc:
+        load(fleet, bomb)
+    assert "expands to more than" in exc.value.diagnostics[0].message
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("apiVersion: v1\nkind: List\nitems: " + "[" * 20000 + "]" * 20000 + "\n")
+    with pytest.raises(InputError) as exc:
+        load(fleet, deep)
+    d = exc.value.diagnostics[0]
+    assert d.line == 3 and "nested more than 64 levels" in d.message

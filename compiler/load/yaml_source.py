@@ -9,6 +9,7 @@ document would otherwise expand into gigabytes).
 from __future__ import annotations
 
 import datetime
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,11 @@ _OPENERS = ("while scanning a quoted scalar", "while parsing a flow", "while sca
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_NODES = 200_000  # after alias expansion; the whole shipped fleet uses a few thousand
+MAX_DEPTH = 64  # nesting levels; intents use about ten, and Python's recursion would give out near 1,000
+# libyaml's composer recurses in C per nesting level: tens of thousands of `[` crash the process, so
+# deep flow brackets and compact `- - -` sequences are refused before the parser sees them.
+_FLOW_BRACKET = re.compile(r"[\[\]{}]")
+_COMPACT_SEQUENCE = re.compile(r"(?:-[ \t]+){%d}" % MAX_DEPTH)
 # Core schema tags only: no python/object construction, no custom tags (the safe loader would refuse
 # most of them on scalars, but it never sees tags on collections we build ourselves).
 _STANDARD_TAGS = tuple(f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq", "timestamp", "binary", "merge"))
@@ -123,8 +129,30 @@ def decode(data: bytes, file: str, max_bytes: int = MAX_FILE_BYTES) -> str:
     return text
 
 
+def check_nesting(text: str, file: str) -> None:
+    """Refuse nesting deeper than MAX_DEPTH before a parser recurses into it (brackets inside quotes
+    count too: no real intent or export has 64 unbalanced ones)."""
+    depth = 0
+    for m in _FLOW_BRACKET.finditer(text):
+        if m.group() in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise _nesting_error(file, text.count("\n", 0, m.start()) + 1)
+        elif depth:
+            depth -= 1
+    deep = _COMPACT_SEQUENCE.search(text)
+    if deep:
+        raise _nesting_error(file, text.count("\n", 0, deep.start()) + 1)
+
+
+def _nesting_error(file: str, line: int) -> InputError:
+    return _fail(file, line, f"values are nested more than {MAX_DEPTH} levels deep",
+                 "intents nest a few levels; look for runaway brackets or indentation")
+
+
 def parse_documents(text: str, file: str, max_nodes: int = MAX_NODES) -> list[SourceDoc]:
     """All non-empty documents of a YAML stream, each with its line map."""
+    check_nesting(text, file)
     try:
         loader = _Loader(text)
     except yaml.reader.ReaderError as exc:  # the pure-Python reader refuses control characters up front
@@ -190,10 +218,12 @@ class _Builder:
 
     def build(self, node: yaml.Node, path: Path) -> Any:
         self.count += 1
+        if len(path) > MAX_DEPTH:  # block-style nesting the text scan does not see
+            raise _nesting_error(self.file, node.start_mark.line + 1)
         if self.count > self.max_nodes:
             raise _fail(self.file, node.start_mark.line + 1,
                         f"document expands to more than {self.max_nodes} values (anchors and aliases?)",
-                        "intents do not need YAML aliases; write the values out")
+                        "gpuc's inputs never need YAML aliases; write the values out")
         if not node.tag.startswith(_STANDARD_TAGS):
             raise InputError([Diagnostic(self.file, node.start_mark.line + 1, format_path(path),
                                          f"YAML tag '{node.tag}' is not allowed", "intents use plain YAML values; remove the tag")])

@@ -22,7 +22,7 @@ import yaml
 
 from ...cel import Quantity, QuantityError, SemverError
 from ...diagnostics import Diagnostic, InputError, format_path
-from ...load.yaml_source import SourceDoc, decode, parse_documents
+from ...load.yaml_source import MAX_NODES, SourceDoc, check_nesting, decode, parse_documents
 from ...validate.resolved import ResolvedCluster
 from ...validate.types import DNS_LABEL
 from .codec import NESTED_DEVICE_APIS, counter_use, decode_attribute, qualify
@@ -32,6 +32,7 @@ API_VERSIONS = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.i
 LIST_KINDS = ("List", "ResourceSliceList")
 TRACKED_BYTES = 4 * 1024 * 1024  # above this, parse fast and find lines only when needed
 MAX_BYTES = 1024 * 1024 * 1024
+_ALIAS = re.compile(r"[\s\[{,:]\*[^\s,\]}]")  # a YAML alias (`*name`); the fast loaders would expand a bomb
 NODE_SELECTION = ("nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelection")
 EXPORT_HINT = "export the slices with `kubectl get resourceslices -o yaml > slices.yaml`"
 
@@ -48,12 +49,18 @@ class _Source:
         except OSError as exc:
             raise InputError([Diagnostic(self.display, 0, "--slices", f"cannot read the slices file: {exc.strerror}", EXPORT_HINT)]) from None
         self.text = decode(data, self.display, MAX_BYTES)
+        check_nesting(self.text, self.display)
         self._tracked: list[SourceDoc] | None = None
-        if len(data) <= TRACKED_BYTES:
-            self._tracked = parse_documents(self.text, self.display, max_nodes=10**8)
+        if len(data) <= TRACKED_BYTES or _ALIAS.search(self.text):
+            self._tracked = self._parse()
             self.documents = [d.value for d in self._tracked]
         else:
             self.documents = self._fast()
+
+    def _parse(self) -> list[SourceDoc]:
+        # kubectl never writes anchors, so a real export has at most about one value per two bytes: a
+        # budget of that size stops an alias bomb without limiting real files
+        return parse_documents(self.text, self.display, max_nodes=max(MAX_NODES, len(self.text) // 2))
 
     def _fast(self) -> list[Any]:
         try:
@@ -61,7 +68,7 @@ class _Source:
                 return [json.loads(self.text)]
             return [d for d in yaml.load_all(self.text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d is not None]
         except (ValueError, yaml.YAMLError):
-            self._tracked = parse_documents(self.text, self.display, max_nodes=10**8)  # raises with the line
+            self._tracked = self._parse()  # raises with the line
             return [d.value for d in self._tracked]
 
     @property
@@ -70,7 +77,7 @@ class _Source:
 
     def line(self, where: Location) -> int:
         if self._tracked is None:
-            self._tracked = parse_documents(self.text, self.display, max_nodes=10**8)
+            self._tracked = self._parse()
         doc, path = where
         return self._tracked[doc].line_of(path) if doc < len(self._tracked) else 0
 
