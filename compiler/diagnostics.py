@@ -6,6 +6,8 @@ must be able to jump to the mistake without reading gpuc's source.
 
 from __future__ import annotations
 
+import re
+
 import difflib
 from dataclasses import dataclass, field
 from typing import Iterable, Literal, Sequence
@@ -86,11 +88,13 @@ class Findings:
         return [d for d in self._items if d.severity == "warning"]
 
     def redact(self, secrets: set[str]) -> None:
-        """Never echo a credential back into logs or PR comments, whichever rule quoted it."""
+        """Never echo a credential back into logs or PR comments, whichever rule quoted it: also not
+        lower-cased or turned into a name suggestion ('nvapi_Ab' -> 'nvapi-ab'), which keeps the key."""
+        variants = {v for s in secrets for v in (s, re.sub(r"[^a-z0-9.-]+", "-", s.lower()).strip("-.")) if len(v) >= 8}
+        pattern = re.compile("|".join(re.escape(v) for v in sorted(variants, key=len, reverse=True)), re.IGNORECASE) if variants else None
+
         def clean(text: str) -> str:
-            for secret in secrets:
-                text = text.replace(secret, "<redacted>")
-            return text
+            return pattern.sub("<redacted>", text) if pattern else text
         if secrets:
             self._items = [Diagnostic(d.file, d.line, d.path, clean(d.message), clean(d.hint), d.severity) for d in self._items]
 
