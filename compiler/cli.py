@@ -129,10 +129,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from .pipeline import compile_fleet
 
     compilation = compile_fleet(args.fleet)
-    if compilation.fleet.workload(args.workload) is None:
-        names = [f"{w.model.metadata.namespace}/{w.model.metadata.name}" for w in compilation.fleet.workloads]
-        raise InputError([Diagnostic(str(args.fleet), 0, "WORKLOAD", f"no workload named '{args.workload}'",
-                                     f"workloads: {', '.join(names)}")])
+    found = compilation.fleet.workloads_named(args.workload)
+    if len(found) != 1:
+        names = [f"{w.model.metadata.namespace}/{w.model.metadata.name}" for w in found or compilation.fleet.workloads]
+        message = f"no workload named '{args.workload}'" if not found else f"'{args.workload}' names {len(found)} workloads"
+        raise InputError([Diagnostic(str(args.fleet), 0, "WORKLOAD", message,
+                                     ("name one as namespace/name: " if found else "workloads: ") + ", ".join(names))])
     data = explain_data(compilation, args.workload)
     print(json.dumps(data, indent=2) if args.output == "json" else explain_text(data), end="" if args.output != "json" else "\n")
     return EXIT_OK

@@ -31,6 +31,7 @@ def validate_fleet(root: str | os.PathLike[str]) -> tuple[Fleet, dict[str, Resol
     """Load and validate; raises InputError (exit 2) with every finding."""
     findings = Findings()
     files = load_fleet(root)
+    findings.extend(files.warnings)
     fleet = build_fleet(files, findings)
     findings.raise_if_errors()
     resolved = check_fleet(fleet, findings)

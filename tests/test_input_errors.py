@@ -145,3 +145,44 @@ def test_fleet_without_clusters(tmp_path):
 
 def test_missing_fleet_directory(tmp_path):
     render_rejected(tmp_path / "nope", "fleet directory does not exist")
+
+
+def test_yaml_gpuc_would_not_read_is_named(fleet):
+    """A typo in a folder name must not make workloads vanish from the render (Argo CD would prune them)."""
+    path = fleet(workloads={"w.yaml": [workload_doc()]})
+    (path / "workload").mkdir()
+    (path / "workload" / "new.yaml").write_text("kind: GpuWorkload\n")
+    (path / "extra.yaml").write_text("kind: GpuWorkload\n")
+    (path / "clusters" / "old").mkdir()
+    (path / "clusters" / "old" / "c9.yaml").write_text("kind: Cluster\n")
+    (path / "crds").mkdir()
+    (path / "crds" / "x.yaml").write_text("kind: CustomResourceDefinition\n")  # a spec.crds folder: not a typo
+    result = gpuc("validate", path)
+    assert result.code == 0, result.err
+    assert "workload/: warning: (directory): not read: gpuc reads clusters/ and workloads/\n    hint: did you mean 'workloads'?" in result.err
+    assert "extra.yaml: warning: (file): not read: intents live in clusters/ and workloads/" in result.err
+    assert "clusters/old/c9.yaml: warning: (file): not read: Cluster files sit directly in clusters/" in result.err
+    assert "crds/" not in result.err
+
+
+def test_symlinks_out_of_the_fleet_are_refused(fleet, tmp_path):
+    outside = tmp_path / "outside.yaml"
+    outside.write_text(yaml.safe_dump(workload_doc("w9")))
+    path = fleet(workloads={"w.yaml": [workload_doc()]})
+    (path / "workloads" / "linked.yaml").symlink_to(outside)
+    result = gpuc("render", path, "-o", tmp_path / "out")
+    assert result.code == 2
+    assert "workloads/linked.yaml: error: (file): is a symbolic link to a file outside the fleet directory" in result.err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("field, value, message, hint", [
+    ("nodes", True, "spec.nodePools[0].nodes: input should be a valid integer, got True", "write a number: YAML read this value as a boolean"),
+    ("nodes", "2", "spec.nodePools[0].nodes: input should be a valid integer, got '2'", "write the number without quotes"),
+    ("name", True, "spec.nodePools[0].name: expected a DNS label string, got true", "quote the name"),
+])
+def test_yaml_coercions_are_mistakes_with_a_fix(fleet, field, value, message, hint):
+    """`nodes: true` (1) or `replicas: "2"` would be silently coerced by a lax model; `name: on` is YAML 1.1's true."""
+    pool = {"name": "h100", "nodes": 2, "gpu": {"model": "H100-80GB", "count": 8}, field: value}
+    result = gpuc("validate", fleet(clusters=[cluster_doc(pools=[pool])]))
+    assert result.code == 2 and message in result.err and hint in result.err, result.err

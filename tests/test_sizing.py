@@ -138,3 +138,11 @@ def test_a_mig_mix_too_small_for_the_model_warns(fleet):
     result = gpuc("validate", path)
     assert "spec.gpu.mig.slices: the model needs 159.0 GiB, but these MIG slices hold 39.2 GiB" in result.err, result.err
     assert result.err.count("these MIG slices hold") == 1  # the 1B model fits its slice
+
+
+def test_explain_refuses_a_name_two_namespaces_use(fleet):
+    path = fleet(workloads={"w.yaml": [workload_doc("notebooks", "research"), workload_doc("notebooks", "team")]})
+    result = gpuc("explain", path, "notebooks")
+    assert result.code == 2
+    assert "'notebooks' names 2 workloads" in result.err and "name one as namespace/name: research/notebooks, team/notebooks" in result.err
+    assert gpuc("explain", path, "team/notebooks").code == 0

@@ -8,13 +8,14 @@ depends on how the file system lists a directory.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..diagnostics import Diagnostic, Findings, InputError
+from ..diagnostics import Diagnostic, Findings, InputError, did_you_mean
 from .yaml_source import SourceDoc, decode, parse_documents
 
 YAML_SUFFIXES = (".yaml", ".yml")
+LAYOUT = ("clusters", "workloads")
 
 
 @dataclass
@@ -22,6 +23,7 @@ class FleetFiles:
     root: Path
     clusters: list[SourceDoc]
     workloads: list[SourceDoc]
+    warnings: list[Diagnostic] = field(default_factory=list)
 
 
 def _yaml_files(directory: Path, recursive: bool) -> list[Path]:
@@ -30,6 +32,29 @@ def _yaml_files(directory: Path, recursive: bool) -> list[Path]:
     pattern = "**/*" if recursive else "*"
     files = [p for p in directory.glob(pattern) if p.suffix in YAML_SUFFIXES and p.is_file()]
     return sorted(files, key=lambda p: p.relative_to(directory).as_posix())
+
+
+def _unread(root: Path) -> list[Diagnostic]:
+    """YAML that a typo keeps gpuc from reading: a workload that silently vanishes from the render is
+    pruned from the cluster by Argo CD. Other folders (a cluster's spec.crds, docs) are left alone
+    unless their name is close to clusters/ or workloads/."""
+    found = []
+    for path in sorted(root.iterdir(), key=lambda p: p.name):
+        if path.is_file() and path.suffix in YAML_SUFFIXES:
+            found.append(Diagnostic(path.name, 0, "(file)", "not read: intents live in clusters/ and workloads/",
+                                    "move it to clusters/ (a Cluster) or workloads/ (GpuWorkload, GpuDeviceClass)", "warning"))
+        elif path.is_dir() and path.name not in LAYOUT and (near := did_you_mean(path.name, LAYOUT)) and _yaml_files(path, True):
+            found.append(Diagnostic(f"{path.name}/", 0, "(directory)", "not read: gpuc reads clusters/ and workloads/",
+                                    f"{near}", "warning"))
+    nested = [p for p in _yaml_files(root / "clusters", recursive=True) if p.parent != root / "clusters"]
+    found += [Diagnostic(p.relative_to(root).as_posix(), 0, "(file)", "not read: Cluster files sit directly in clusters/",
+                         "move it up to clusters/", "warning") for p in nested]
+    return found
+
+
+def _escapes(root: Path, file: Path) -> bool:
+    """A symlink out of the fleet: a pull request must not make gpuc read files of the CI machine."""
+    return not file.resolve().is_relative_to(root.resolve())
 
 
 def read_documents(path: Path, display: str) -> list[SourceDoc]:
@@ -59,8 +84,13 @@ def load_fleet(root: str | os.PathLike[str]) -> FleetFiles:
     def collect(files: list[Path]) -> list[SourceDoc]:
         docs: list[SourceDoc] = []
         for file in files:
+            display = file.relative_to(root).as_posix()
+            if _escapes(root, file):
+                findings.add(Diagnostic(display, 0, "(file)", "is a symbolic link to a file outside the fleet directory",
+                                        "copy the file into the fleet instead of linking to it"))
+                continue
             try:
-                docs.extend(read_documents(file, file.relative_to(root).as_posix()))
+                docs.extend(read_documents(file, display))
             except InputError as exc:
                 findings.extend(exc.diagnostics)
         return docs
@@ -68,4 +98,4 @@ def load_fleet(root: str | os.PathLike[str]) -> FleetFiles:
     clusters = collect(_yaml_files(clusters_dir, recursive=False))
     workloads = collect(_yaml_files(root / "workloads", recursive=True))
     findings.raise_if_errors()
-    return FleetFiles(root, clusters, workloads)
+    return FleetFiles(root, clusters, workloads, _unread(root))

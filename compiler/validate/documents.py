@@ -53,13 +53,14 @@ class Fleet:
                     self._by_cluster.setdefault(name, []).append(w)
         return list(self._by_cluster.get(cluster, []))
 
+    def workloads_named(self, ref: str) -> list[Intent[GpuWorkload]]:
+        """Workloads matching `namespace/name`, or a bare `name` (several namespaces may use it)."""
+        return [w for w in self.workloads if ref in (w.model.metadata.name, f"{w.model.metadata.namespace}/{w.model.metadata.name}")]
+
     def workload(self, ref: str) -> Intent[GpuWorkload] | None:
-        """Find a workload by `name` or `namespace/name`."""
-        for w in self.workloads:
-            m = w.model.metadata
-            if ref in (m.name, f"{m.namespace}/{m.name}"):
-                return w
-        return None
+        """The one workload `ref` names, or None when it names none or several."""
+        found = self.workloads_named(ref)
+        return found[0] if len(found) == 1 else None
 
 
 def target_clusters(intent: GpuWorkload | GpuDeviceClass, fleet: Fleet) -> list[str]:
@@ -138,7 +139,23 @@ def _translate(error: dict, doc: SourceDoc, model: type[BaseModel]) -> Diagnosti
         message = str(error["msg"])[0].lower() + str(error["msg"])[1:]
         if "input" in error and not isinstance(error["input"], (dict, list)):
             message += f", got {error['input']!r}"
+        hint = _value_hint(kind, error.get("input"))
     return doc.error(path, message, hint)
+
+
+def _value_hint(kind: str, got: object) -> str:
+    """The fix for a value of the wrong type, from what YAML made of what the user typed."""
+    if isinstance(got, bool) and kind in ("int_type", "float_type"):
+        return "write a number: YAML read this value as a boolean"
+    if isinstance(got, bool):
+        return "YAML reads true/false, yes/no and on/off as booleans: quote the value if you meant text"
+    if kind in ("int_type", "float_type") and isinstance(got, str):
+        return "write the number without quotes" if got.strip().lstrip("-").replace(".", "", 1).isdigit() else "a number is expected here"
+    if kind == "string_type" and isinstance(got, (int, float)):
+        return f"quote it if you meant the text: '{got}'"
+    if kind == "too_short":
+        return "give at least one item, or leave the field out"
+    return ""
 
 
 def _validate(doc: SourceDoc, model: type[T], findings: Findings) -> T | None:

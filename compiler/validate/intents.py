@@ -17,7 +17,8 @@ API_VERSION = "gpuc.dev/v1alpha1"
 
 
 class Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=False, frozen=True)
+    # strict: `nodes: true` or `replicas: "2"` are mistakes (YAML 1.1 booleans, quoted numbers), not 1 and 2
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=False, frozen=True, strict=True)
 
 
 # ---------------------------------------------------------------------------------------- Cluster

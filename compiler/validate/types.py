@@ -110,8 +110,11 @@ DNS_SUBDOMAIN = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0
 
 def _dns(pattern: re.Pattern[str], what: str):
     def check(raw: Any) -> str:
+        if isinstance(raw, bool):
+            raise ValueError(f"expected a {what} string, got {str(raw).lower()}: YAML reads yes/no, on/off and true/false "
+                             "as booleans, so quote the name")
         if not isinstance(raw, str):
-            raise ValueError(f"expected a {what} string")
+            raise ValueError(f"expected a {what} string, got {raw!r}")
         if not pattern.fullmatch(raw):
             suggestion = re.sub(r"[^a-z0-9.-]+", "-", raw.lower()).strip("-.")
             hint = f"; e.g. '{suggestion}'" if suggestion and pattern.fullmatch(suggestion) else ""
