@@ -70,21 +70,28 @@ def test_gpu_count_change(repo):
 def test_sharing_strategy_change(repo):
     edit(repo, "workloads/chat.yaml", [workload_doc("chat", "nim", model=nim_model("8B"), secrets=NIM_SECRETS, replicas=1,
                                                     gpu={"count": 1, "sharing": "MPS", "shareGroup": "chat-pool"})])
-    out = diff(repo).out
+    result = diff(repo)
+    assert result.code == 0, result.err
+    out = result.out
     assert "- added `ResourceClaim nim/chat-pool-" in out
     assert "- removed `ResourceClaimTemplate nim/chat-gpu-" in out
     assert "`spec.gpu.sharing`: `Exclusive` -> `MPS`" in out
     assert "`spec.draResources[0].resourceClaimTemplateName`: removed" in out
     assert "`NIMService nim/chat`: spec.draResources is immutable" in out
+    assert diff(repo, "--fail-on", "replacement").code == 1
 
 
 def test_new_workload(repo):
     edit(repo, "workloads/batch.yaml", [workload_doc("batch", "research", clusters=["c2"], gpu={"count": 4})])
-    out = diff(repo).out
+    result = diff(repo)
+    assert result.code == 0, result.err
+    out = result.out
     assert "| c2 | changed | 1 added | 2 added | GPUs 2 -> 6 (+4) | fits -> fits | - |" in out
     assert "- added `batch`" not in out and "- added `research/batch`" in out
     assert "- added `ResourceClaimTemplate research/batch-gpu-" in out
     assert "Replacements" not in out
+    assert diff(repo, "--fail-on", "replacement").code == 0
+    assert diff(repo, "--fail-on", "gpu-increase").code == 1
 
 
 def test_removed_cluster(repo):
@@ -98,11 +105,14 @@ def test_removed_cluster(repo):
 def test_mig_mix_change(repo):
     edit(repo, "workloads/notebooks.yaml", [workload_doc("notebooks", "research", clusters=["c1"], gpu={"mig": {"slices": [
         {"profile": "3g.40gb"}, {"profile": "1g.10gb", "count": 2}]}})])
-    out = diff(repo).out
+    result = diff(repo)
+    assert result.code == 0, result.err
+    out = result.out
     assert "MIG 1g.10gb 0 -> 2 (+2)" in out
     assert "replaced `ResourceClaimTemplate research/notebooks-gpu-" in out
     assert "`spec.spec.devices.requests[mig-1g-10gb]`: added" in out
     assert "`spec.spec.devices.constraints`: added" in out
+    assert diff(repo, "--fail-on", "replacement").code == 1
 
 
 def test_change_that_makes_the_plan_infeasible(repo):
