@@ -65,6 +65,8 @@ def test_gpu_count_change(repo):
     assert diff(repo, "--fail-on", "gpu-increase").code == 1
     assert diff(repo, "--fail-on", "replacement").code == 1
     assert diff(repo, "--fail-on", "infeasible").code == 0
+    assert diff(repo, "--fail-on", "gpu-increase", "--fail-on", "infeasible").code == 1, "a repeated --fail-on adds a gate"
+    assert diff(repo, "--fail-on", "infeasible,cluster-removed", "--fail-on", "replacement").code == 1
 
 
 def test_sharing_strategy_change(repo):
@@ -158,6 +160,7 @@ def test_working_tree_is_not_touched(repo):
 def test_bad_reference_and_not_a_repository(repo, tmp_path):
     result = gpuc("diff", repo / "fleet", "--base", "no-such-branch")
     assert result.code == 2 and "'no-such-branch' is not a commit of this repository" in result.err
+    assert result.err.rstrip().endswith("1 error(s); no diff was produced") and "nothing was written" not in result.err
     plain = write_fleet(tmp_path / "plain")
     result = gpuc("diff", plain, "--base", "main")
     assert result.code == 2 and "not inside a git repository" in result.err
