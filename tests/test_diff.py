@@ -212,3 +212,16 @@ def test_capacity_section_shows_pool_use_before_and_after(repo):
     data = json.loads(diff(repo, "--output", "json").out)
     c1 = next(c for c in data["clusters"] if c["cluster"] == "c1")
     assert {"pool": "h100", "gpus": 16, "gpusUsedBefore": 2, "gpusUsedAfter": 4} in c1["pools"]
+
+
+def test_a_layout_change_that_strands_a_mig_workload_is_infeasible(repo):
+    notebooks = [workload_doc("notebooks", "research", clusters=["c1"], gpu={"mig": {"slices": [{"profile": "1g.10gb"}]}})]
+    edit(repo, "workloads/notebooks.yaml", notebooks)
+    git(repo, "commit", "-qam", "notebooks on 1g.10gb")
+    git(repo, "tag", "-f", "base")
+    a100 = dict(A100_MIG, mig={"layout": "all-3g.40gb"})
+    edit(repo, "clusters/c1.yaml", [cluster_doc("c1", pools=[H100, a100])])
+    result = diff(repo, "--fail-on", "infeasible")
+    assert result.code == 1, result.err
+    assert "fits -> **does not fit**" in result.out
+    assert "a100: no MIG 1g.10gb in layout all-3g.40gb" in result.out
