@@ -7,6 +7,7 @@ Heavy modules are imported inside each command so that `gpuc --help` starts inst
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from pathlib import Path
@@ -22,8 +23,10 @@ def _print_diagnostics(diagnostics, as_json: bool) -> None:
         print(d.render(), file=sys.stderr)
 
 
-def _guarded(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """Turn input errors into exit codes and messages; never a traceback for bad input."""
+def _guarded(run: Callable[[argparse.Namespace], int], outcome: str = "nothing was written") -> Callable[[argparse.Namespace], int]:
+    """Turn input errors into exit codes and messages; never a traceback for bad input.
+
+    `outcome` says what the failure means for the command's output (a diff writes nothing anyway)."""
 
     def wrapper(args: argparse.Namespace) -> int:
         from .diagnostics import InfeasibleError, InputError
@@ -38,7 +41,7 @@ def _guarded(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Nam
             else:
                 _print_diagnostics(exc.diagnostics, False)
                 errors = sum(1 for d in exc.diagnostics if d.severity == "error")
-                print(f"gpuc: {errors} error(s); nothing was written", file=sys.stderr)
+                print(f"gpuc: {errors} error(s); {outcome}", file=sys.stderr)
             return code
 
     return wrapper
@@ -189,7 +192,7 @@ def cmd_inventory(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-@_guarded
+@functools.partial(_guarded, outcome="no diff was produced")
 def cmd_diff(args: argparse.Namespace) -> int:
     from .emit.diff.report import as_json, markdown
     from .emit.diff.run import diff_fleet
@@ -263,8 +266,8 @@ def build_parser() -> argparse.ArgumentParser:
                outputs=("markdown", "json"))
     diff.add_argument("--base", required=True, metavar="REF", help="git commit-ish to compare against, e.g. origin/main")
     diff.add_argument("--cluster", help="compare only this cluster")
-    diff.add_argument("--fail-on", type=_gates, default=[], metavar="CONDITIONS",
-                      help="exit 1 when the diff has any of these comma-separated conditions: "
+    diff.add_argument("--fail-on", type=_gates, action="extend", default=[], metavar="CONDITIONS",
+                      help="exit 1 when the diff has any of these conditions (comma-separated, repeatable): "
                            "any, replacement, gpu-increase, infeasible, cluster-removed")
     add("schema", cmd_schema, "print the JSON Schema of the input kinds", fleet=False)
     return parser

@@ -46,14 +46,16 @@ def compile_cluster(cluster: ResolvedCluster, fleet: Fleet) -> tuple[CompiledClu
     return (None if findings.errors else lower_cluster(plan, fleet)), findings
 
 
-def compile_fleet(root: str | os.PathLike[str], only: str | None = None, *, lenient: bool = False) -> Compilation:
+def compile_fleet(root: str | os.PathLike[str], only: str | None = None, *, lenient: bool = False,
+                  missing_ok: bool = False) -> Compilation:
     """Compile every cluster of the fleet (or just `only`).
 
     Raises InputError for bad input. A cluster whose workloads cannot be satisfied raises
     InfeasibleError, unless `lenient`: then it is left out and its findings are in `infeasible`.
+    With `missing_ok`, a fleet without `only` compiles to no cluster (a diff reports it removed or added).
     """
     fleet, resolved, warnings = validate_fleet(root)
-    if only is not None and only not in resolved:
+    if only is not None and only not in resolved and not missing_ok:
         raise InputError([Diagnostic(str(root), 0, "--cluster", f"no cluster named '{only}' in the fleet",
                                      f"clusters: {', '.join(resolved)}")])
     compilation = Compilation(fleet, {}, list(warnings))

@@ -41,6 +41,17 @@ def edit(repo: Path, rel: str, docs: list[dict]) -> None:
     (repo / "fleet" / rel).write_text(yaml.safe_dump_all(docs, sort_keys=False))
 
 
+def rebase(repo: Path, message: str) -> None:
+    """Commit the working tree as the new `base`: a scenario's starting point."""
+    git(repo, "commit", "-qam", message)
+    git(repo, "tag", "-f", "base")
+
+
+def relayout(repo: Path, layout: str) -> None:
+    """Give c1's A100 pool another MIG layout."""
+    edit(repo, "clusters/c1.yaml", [cluster_doc("c1", pools=[H100, dict(A100_MIG, mig={"layout": layout})])])
+
+
 def diff(repo: Path, *extra: str):
     return gpuc("diff", repo / "fleet", "--base", "base", *extra)
 
@@ -48,7 +59,7 @@ def diff(repo: Path, *extra: str):
 def test_no_change(repo):
     result = diff(repo, "--fail-on", "any")
     assert result.code == 0, result.err
-    assert "No change to any cluster's compiled objects." in result.out
+    assert "No change to any cluster's compiled objects or intents." in result.out
 
 
 def test_gpu_count_change(repo):
@@ -56,7 +67,7 @@ def test_gpu_count_change(repo):
     result = diff(repo)
     assert result.code == 0, result.err
     out = result.out
-    assert "| c1 | changed | 1 changed | 2 changed, 1 replaced | GPUs 2 -> 4 (+2) | fits -> fits | 2 |" in out
+    assert "| c1 | changed | - | 1 changed | 1 changed, 2 replaced | - | GPUs 2 -> 4 (+2) | fits -> fits | 2 |" in out
     assert "- changed `nim/chat`\n  - `spec.gpu.count`: `1` -> `2`" in out
     assert "`spec.spec.devices.requests[gpu].exactly.count`: `1` -> `2`" in out
     assert "`spec.source.ngc.model.tensorParallelism`: `1` -> `2`" in out
@@ -65,26 +76,35 @@ def test_gpu_count_change(repo):
     assert diff(repo, "--fail-on", "gpu-increase").code == 1
     assert diff(repo, "--fail-on", "replacement").code == 1
     assert diff(repo, "--fail-on", "infeasible").code == 0
+    assert diff(repo, "--fail-on", "gpu-increase", "--fail-on", "infeasible").code == 1, "a repeated --fail-on adds a gate"
+    assert diff(repo, "--fail-on", "infeasible,cluster-removed", "--fail-on", "replacement").code == 1
 
 
 def test_sharing_strategy_change(repo):
     edit(repo, "workloads/chat.yaml", [workload_doc("chat", "nim", model=nim_model("8B"), secrets=NIM_SECRETS, replicas=1,
                                                     gpu={"count": 1, "sharing": "MPS", "shareGroup": "chat-pool"})])
-    out = diff(repo).out
+    result = diff(repo)
+    assert result.code == 0, result.err
+    out = result.out
     assert "- added `ResourceClaim nim/chat-pool-" in out
     assert "- removed `ResourceClaimTemplate nim/chat-gpu-" in out
     assert "`spec.gpu.sharing`: `Exclusive` -> `MPS`" in out
     assert "`spec.draResources[0].resourceClaimTemplateName`: removed" in out
     assert "`NIMService nim/chat`: spec.draResources is immutable" in out
+    assert diff(repo, "--fail-on", "replacement").code == 1
 
 
 def test_new_workload(repo):
     edit(repo, "workloads/batch.yaml", [workload_doc("batch", "research", clusters=["c2"], gpu={"count": 4})])
-    out = diff(repo).out
-    assert "| c2 | changed | 1 added | 2 added | GPUs 2 -> 6 (+4) | fits -> fits | - |" in out
+    result = diff(repo)
+    assert result.code == 0, result.err
+    out = result.out
+    assert "| c2 | changed | - | 1 added | 2 added | - | GPUs 2 -> 6 (+4) | fits -> fits | - |" in out
     assert "- added `batch`" not in out and "- added `research/batch`" in out
     assert "- added `ResourceClaimTemplate research/batch-gpu-" in out
     assert "Replacements" not in out
+    assert diff(repo, "--fail-on", "replacement").code == 0
+    assert diff(repo, "--fail-on", "gpu-increase").code == 1
 
 
 def test_removed_cluster(repo):
@@ -98,11 +118,14 @@ def test_removed_cluster(repo):
 def test_mig_mix_change(repo):
     edit(repo, "workloads/notebooks.yaml", [workload_doc("notebooks", "research", clusters=["c1"], gpu={"mig": {"slices": [
         {"profile": "3g.40gb"}, {"profile": "1g.10gb", "count": 2}]}})])
-    out = diff(repo).out
+    result = diff(repo)
+    assert result.code == 0, result.err
+    out = result.out
     assert "MIG 1g.10gb 0 -> 2 (+2)" in out
     assert "replaced `ResourceClaimTemplate research/notebooks-gpu-" in out
     assert "`spec.spec.devices.requests[mig-1g-10gb]`: added" in out
     assert "`spec.spec.devices.constraints`: added" in out
+    assert diff(repo, "--fail-on", "replacement").code == 1
 
 
 def test_change_that_makes_the_plan_infeasible(repo):
@@ -110,7 +133,7 @@ def test_change_that_makes_the_plan_infeasible(repo):
                                                     gpu={"count": 1, "require": {"minMemory": "100Gi"}})])
     result = diff(repo, "--fail-on", "infeasible")
     assert result.code == 1
-    assert "| c1 | changed | 1 changed | - | GPUs 2 -> ?<br>MIG 3g.40gb 1 -> ? | fits -> **does not fit** | - |" in result.out
+    assert "| c1 | changed | - | 1 changed | - | - | GPUs 2 -> ?<br>MIG 3g.40gb 1 -> ? | fits -> **does not fit** | - |" in result.out
     assert "### Does not fit" in result.out
     assert "no node pool of cluster 'c1' can serve this workload" in result.out
     assert diff(repo).code == 0, "without --fail-on the report is informational"
@@ -148,6 +171,7 @@ def test_working_tree_is_not_touched(repo):
 def test_bad_reference_and_not_a_repository(repo, tmp_path):
     result = gpuc("diff", repo / "fleet", "--base", "no-such-branch")
     assert result.code == 2 and "'no-such-branch' is not a commit of this repository" in result.err
+    assert result.err.rstrip().endswith("1 error(s); no diff was produced") and "nothing was written" not in result.err
     plain = write_fleet(tmp_path / "plain")
     result = gpuc("diff", plain, "--base", "main")
     assert result.code == 2 and "not inside a git repository" in result.err
@@ -158,13 +182,77 @@ def test_unknown_gate_is_a_usage_error(repo):
     assert result.code == 2 and "unknown condition replacements" in result.err
 
 
-def test_broken_base_names_the_commit(repo):
+def test_a_broken_base_is_reported_and_the_head_still_diffed(repo):
+    """A pull request that fixes a broken main must be reviewable: the base's errors are reported, not fatal."""
     (repo / "fleet" / "workloads" / "chat.yaml").write_text("apiVersion: gpuc.dev/v1alpha1\nkind: GpuWorkload\nmetadata: {name: x}\nspec: {replicas: -1}\n")
     git(repo, "commit", "-qam", "broken")
     git(repo, "tag", "broken")
     (repo / "fleet" / "workloads" / "chat.yaml").write_text(yaml.safe_dump(workload_doc("chat", "nim")))
-    result = gpuc("diff", repo / "fleet", "--base", "broken")
-    assert result.code == 2 and "broken:workloads/chat.yaml:4" in result.err and "(at the base)" in result.err
+    result = gpuc("diff", repo / "fleet", "--base", "broken", "--fail-on", "any")
+    assert result.code == 1, result.err
+    assert "### The base does not compile" in result.out
+    assert "`broken:workloads/chat.yaml:4` spec.replicas: (at the base)" in result.out
+    assert "| c1 | changed | a100 ? -> 8<br>h100 ? -> 16 | - | - | - | GPUs ? -> 1<br>MIG 3g.40gb ? -> 1 | **does not compile** -> fits | - |" in result.out
+    data = json.loads(gpuc("diff", repo / "fleet", "--base", "broken", "--output", "json").out)
+    assert data["baseProblems"][0]["file"] == "broken:workloads/chat.yaml"
+
+
+def test_bad_input_on_the_head_side_is_still_an_error(repo):
+    (repo / "fleet" / "workloads" / "chat.yaml").write_text("apiVersion: gpuc.dev/v1alpha1\nkind: GpuWorkload\nmetadata: {name: x}\nspec: {replicas: -1}\n")
+    result = diff(repo)
+    assert result.code == 2 and "workloads/chat.yaml:4" in result.err and "(at the base)" not in result.err
+
+
+def test_cluster_intent_change_is_a_change(repo):
+    """Fewer nodes changes no compiled object, but it is what the reviewer must see: the pool's GPUs offered."""
+    edit(repo, "clusters/c2.yaml", [cluster_doc("c2", pools=[dict(H100, nodes=1)], draDriver={"values": {"logVerbosity": "4"}})])
+    result = diff(repo, "--fail-on", "any")
+    assert result.code == 1, result.err
+    out = result.out
+    assert "| c2 | changed | h100 16 -> 8 (-8)<br>2 field(s) changed | - | " in out
+    assert "| nvidia-dra-driver-gpu: values |" in out  # a Helm values change is visible in the summary
+    assert "#### Cluster intent\n" in out and "- `spec.nodePools[h100].nodes`: `2` -> `1`\n" in out
+    data = json.loads(diff(repo, "--output", "json").out)
+    c2 = next(c for c in data["clusters"] if c["cluster"] == "c2")
+    assert c2["capacity"] == {"h100": {"before": 16, "after": 8}} and c2["status"] == "changed"
+
+
+def test_cluster_filter_on_a_cluster_the_change_removes(repo):
+    (repo / "fleet" / "clusters" / "c2.yaml").unlink()
+    result = diff(repo, "--cluster", "c2", "--fail-on", "cluster-removed")
+    assert result.code == 1, result.err
+    assert "| c2 | removed |" in result.out and "| c1 |" not in result.out
+    result = diff(repo, "--cluster", "c3")
+    assert result.code == 2 and "no cluster named 'c3' in the fleet, now or at base" in result.err
+
+
+def test_a_claims_only_claim_replacement_says_pods_must_be_updated(repo):
+    shared = {"sharing": "TimeSlicing", "shareGroup": "lab", "mig": {"slices": [{"profile": "3g.40gb"}]}}
+    edit(repo, "workloads/notebooks.yaml", [workload_doc("notebooks", "research", clusters=["c1"], gpu=shared)])
+    rebase(repo, "shared notebooks")
+    edit(repo, "workloads/notebooks.yaml", [workload_doc("notebooks", "research", clusters=["c1"],
+                                                         gpu=dict(shared, mig={"slices": [{"profile": "2g.20gb"}]}))])
+    out = diff(repo).out
+    assert "replaced `ResourceClaim research/lab-" in out
+    assert "pods of research/notebooks that reference `lab-" in out and "must be updated to `lab-" in out
+
+
+def test_gpu_increase_counts_physical_gpus(repo):
+    """Three 1g.10gb slices take two A100s (all-balanced has two per GPU); one 2g.20gb takes one: a larger
+    profile on fewer GPUs is no increase."""
+    def notebooks(slices):
+        edit(repo, "workloads/notebooks.yaml", [workload_doc("notebooks", "research", clusters=["c1"],
+                                                             gpu={"mig": {"sameGpu": False, "slices": slices}})])
+    notebooks([{"profile": "1g.10gb", "count": 3}])
+    rebase(repo, "three small slices")
+    notebooks([{"profile": "2g.20gb"}])
+    result = diff(repo, "--fail-on", "gpu-increase", "--output", "json")
+    c1 = next(c for c in json.loads(result.out)["clusters"] if c["cluster"] == "c1")
+    assert c1["devices"]["MIG 2g.20gb"] == {"before": 0, "after": 1}
+    assert c1["gpusOccupied"] == {"before": 4, "after": 3}
+    assert result.code == 0
+    notebooks([{"profile": "1g.10gb", "count": 5}])
+    assert diff(repo, "--fail-on", "gpu-increase").code == 1
 
 
 def test_example_ci_files_parse_and_match_the_rendered_layout():
@@ -172,8 +260,15 @@ def test_example_ci_files_parse_and_match_the_rendered_layout():
     diff_flow = yaml.safe_load((examples / "github" / "gpuc-diff.yaml").read_text())
     steps = " ".join(str(s.get("run", "")) for s in diff_flow["jobs"]["diff"]["steps"])
     assert "gpuc diff intents --base" in steps and "--fail-on" in steps
+    assert "```text" in steps and "gpuc-diff.err" in steps, "on exit 2 the diagnostics are posted, not an empty body"
+    assert "--edit-last" not in steps and "$MARKER" in steps, "the sticky comment is found by its marker"
+    assert ".github/workflows/gpuc-diff.yaml" in diff_flow[True]["pull_request"]["paths"]  # `on:` parses as True
+    assert "pull_request_target" in (examples / "github" / "gpuc-diff.yaml").read_text()
     render_flow = yaml.safe_load((examples / "github" / "gpuc-render.yaml").read_text())
-    assert "gpuc render intents -o rendered" in " ".join(str(s.get("run", "")) for s in render_flow["jobs"]["render"]["steps"])
+    render_steps = " ".join(str(s.get("run", "")) for s in render_flow["jobs"]["render"]["steps"])
+    assert "gpuc render intents -o rendered" in render_steps
+    assert "git pull --rebase origin main" in render_steps and "for attempt in" in render_steps
+    assert ".github/workflows/gpuc-render.yaml" in render_flow[True]["push"]["paths"]
     appset = yaml.safe_load((examples / "argocd" / "applicationset.yaml").read_text())
     assert appset["spec"]["generators"][0]["git"]["directories"] == [{"path": "rendered/*"}]
     assert appset["spec"]["template"]["spec"]["source"]["path"] == "{{ .path.path }}/argocd"
@@ -184,11 +279,11 @@ def test_a_change_the_allocator_cannot_place(repo):
     result = diff(repo, "--fail-on", "infeasible")
     assert result.code == 1
     out = result.out
-    assert "| c2 | changed | 1 changed | 1 changed | GPUs 2 -> 20 (+18) | fits -> **does not fit** | - |" in out
-    assert "cannot be placed on cluster 'c2'" in out  # the allocator's reason, under "Does not fit"
+    assert "| c2 | changed | - | 1 changed | 1 changed | - | GPUs 2 -> 20 (+18) | fits -> **does not fit** | - |" in out
+    assert "- **c2**: 4 pod(s) of `nim/chat` cannot be placed: request 'gpu' of chat needs 1 free device" in out  # folded
     assert "### Capacity after the change" in out
     assert "| h100 | 2 | 16 | 2 -> 16 |" in out  # c2's only pool fills up
-    assert "Cannot be placed (4):" in out
+    assert "Cannot be placed" not in out, "the capacity section does not repeat the pods listed under Does not fit"
 
 
 def test_capacity_section_shows_pool_use_before_and_after(repo):
@@ -199,3 +294,56 @@ def test_capacity_section_shows_pool_use_before_and_after(repo):
     data = json.loads(diff(repo, "--output", "json").out)
     c1 = next(c for c in data["clusters"] if c["cluster"] == "c1")
     assert {"pool": "h100", "gpus": 16, "gpusUsedBefore": 2, "gpusUsedAfter": 4} in c1["pools"]
+
+
+def test_a_layout_change_that_strands_a_mig_workload_is_infeasible(repo):
+    notebooks = [workload_doc("notebooks", "research", clusters=["c1"], gpu={"mig": {"slices": [{"profile": "1g.10gb"}]}})]
+    edit(repo, "workloads/notebooks.yaml", notebooks)
+    rebase(repo, "notebooks on 1g.10gb")
+    relayout(repo, "all-3g.40gb")
+    result = diff(repo, "--fail-on", "infeasible")
+    assert result.code == 1, result.err
+    assert "fits -> **does not fit**" in result.out
+    assert "a100: no MIG 1g.10gb in layout all-3g.40gb" in result.out
+
+
+def test_a_mig_reconfiguration_is_a_disruption(repo):
+    relayout(repo, "all-3g.40gb")  # notebooks' 3g.40gb still fits
+    result = diff(repo, "--fail-on", "replacement")
+    assert result.code == 1, result.err
+    assert "### Replacements and disruptions" in result.out
+    assert "- **c1** `node pool a100: nvidia.com/mig.config all-balanced -> all-3g.40gb`: MIG reconfiguration" in result.out
+
+
+def test_a_big_change_fits_a_pull_request_comment(repo):
+    """400 replicas that cannot be placed and 300 new workloads: one line per pod or object would be far over
+    GitHub's 65,536-character comment limit."""
+    edit(repo, "workloads/chat.yaml", [workload_doc("chat", "nim", model=nim_model("8B"), secrets=NIM_SECRETS, replicas=400, gpu={"count": 1})])
+    edit(repo, "workloads/many.yaml", [workload_doc(f"batch-{i:03}", "research", clusters=["c1"], gpu={"count": 1}) for i in range(300)])
+    result = diff(repo, "--fail-on", "infeasible")
+    assert result.code == 1, result.err
+    out = result.out
+    assert len(out) < 60_000
+    assert out.count("cannot be placed: request 'gpu' of chat") == 2  # one line per cluster, not one per pod
+    assert "- **c2**: 384 pod(s) of `nim/chat` cannot be placed" in out
+    assert "| c1 | changed |" in out and "| c2 | changed |" in out  # the summary is kept whole
+    assert "- ... and 281 more (run `gpuc diff --output json` for all)" in out  # c1's unplaceable batch workloads
+    assert "- ... and 252 more (run `gpuc diff --output json` for all)" in out  # c1's added objects, in its details
+    assert "Cannot be placed" not in out
+    assert out.count("<details>") == out.count("</details>")
+
+
+def test_markdown_is_cut_to_fit_keeping_the_summary():
+    from compiler.emit.diff.compare import ClusterDiff, FleetDiff, ObjectChange
+    from compiler.emit.diff.fields import FieldChange
+    from compiler.emit.diff.report import markdown
+
+    fields = tuple(FieldChange(f"spec.values[{i}]", "x" * 100, "y" * 100) for i in range(40))
+    clusters = [ClusterDiff(f"c{n:03}", "changed", feasible=(True, True),
+                            objects=[ObjectChange("ConfigMap", "ns", f"cm{i}", "changed", fields=fields) for i in range(50)])
+                for n in range(150)]
+    out = markdown(FleetDiff("main", clusters))
+    assert len(out) < 60_000
+    assert all(f"| c{n:03} | changed |" in out for n in range(150))
+    assert out.count("<details>") == out.count("</details>")
+    assert out.rstrip().endswith("cut to fit a pull-request comment (run `gpuc diff --output json` for all)*")

@@ -226,6 +226,23 @@ def test_workload_mig_profile_not_offered(fleet):
                     "spec.gpu.mig.slices[0].profile: no MIG pool of cluster 'c1' provides profile '1g.5gb'")
 
 
+def test_workload_mig_profile_a_layout_change_stranded_is_infeasible(fleet):
+    """The GPU model has 1g.10gb but the pool's layout no longer offers it: a plan finding (exit 1), like a
+    productName no pool has, so `gpuc diff --fail-on infeasible` catches a layout change that strands a workload."""
+    w = workload_doc(gpu={"mig": {"slices": [{"profile": "1g.10gb"}]}})
+    pool = dict(A100_MIG, mig={"layout": "all-3g.40gb"})
+    err = render_rejected(fleet(clusters=[cluster_doc(pools=[H100, pool])], workloads={"w.yaml": [w]}),
+                          "spec.gpu: no node pool of cluster 'c1' can serve this workload", "a100: no MIG 1g.10gb in layout all-3g.40gb", code=1)
+    assert "provides profile" not in err
+
+
+def test_workload_mig_profile_the_gpu_lacks_stays_bad_input_beside_a_stranded_one(fleet):
+    w = workload_doc(gpu={"mig": {"sameGpu": False, "slices": [{"profile": "1g.10gb"}, {"profile": "1g.5gb"}]}})
+    pool = dict(A100_MIG, mig={"layout": "all-3g.40gb"})
+    render_rejected(fleet(clusters=[cluster_doc(pools=[H100, pool])], workloads={"w.yaml": [w]}),
+                    "spec.gpu.mig.slices[1].profile: no MIG pool of cluster 'c1' provides profile '1g.5gb'")
+
+
 def test_workload_mig_mix_that_cannot_fit_one_gpu(fleet):
     w = workload_doc(gpu={"mig": {"slices": [{"profile": "3g.40gb", "count": 2}]}})
     render_rejected(fleet(clusters=[cluster_doc(pools=[H100, A100_MIG])], workloads={"w.yaml": [w]}),

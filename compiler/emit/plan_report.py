@@ -47,10 +47,20 @@ def plan_text(plan: AllocationPlan) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plan_markdown(plan: AllocationPlan, before: AllocationPlan | None = None) -> str:
+def unplaced_groups(plan: AllocationPlan) -> list[tuple[str, str, int]]:
+    """(workload, reason, pods) for the pods that cannot be placed: a workload's replicas usually fail alike,
+    and one line per pod makes a report unreadable (and too long for a PR comment) at hundreds of replicas."""
+    counts: dict[tuple[str, str], int] = {}
+    for p in plan.unplaced:
+        counts[(p.workload, p.reason)] = counts.get((p.workload, p.reason), 0) + 1
+    return [(w, reason, n) for (w, reason), n in counts.items()]
+
+
+def plan_markdown(plan: AllocationPlan, before: AllocationPlan | None = None, list_unplaced: bool = True) -> str:
     """Per-pool utilisation and the pods that cannot be placed, as Markdown for a pull-request comment.
 
-    With `before`, each pool shows its GPUs in use before and after the change."""
+    With `before`, each pool shows its GPUs in use before and after the change. A report that lists the
+    unplaced pods elsewhere passes `list_unplaced=False`."""
     lines = [f"**{plan.cluster}**: {sum(1 for p in plan.pods if p.placed)} of {len(plan.pods)} pods placed",
              "", "| pool | nodes | GPUs | in use | utilisation |", "|---|---|---|---|---|"]
     old = {u.pool: u for u in before.pools} if before else {}
@@ -61,11 +71,12 @@ def plan_markdown(plan: AllocationPlan, before: AllocationPlan | None = None) ->
         prior = old.get(u.pool)
         used = f"{prior.gpus_used} -> {u.gpus_used}" if prior is not None and prior.gpus_used != u.gpus_used else str(u.gpus_used)
         lines.append(f"| {u.pool} | {u.nodes} | {u.gpus} | {used} | {_bar(u.gpus_used, u.gpus)} |")
-    if plan.unplaced:
+    if plan.unplaced and list_unplaced:
+        groups = unplaced_groups(plan)
         lines += ["", f"Cannot be placed ({len(plan.unplaced)}):"]
-        lines += [f"- `{p.workload}` {p.pod}: {p.reason}" for p in plan.unplaced[:20]]
-        if len(plan.unplaced) > 20:
-            lines.append(f"- ... and {len(plan.unplaced) - 20} more (`gpuc plan` lists them all)")
+        lines += [f"- `{w}` {n} pod(s): {reason}" for w, reason, n in groups[:20]]
+        if len(groups) > 20:
+            lines.append(f"- ... and {len(groups) - 20} more (`gpuc plan` lists them all)")
     return "\n".join(lines) + "\n"
 
 

@@ -57,7 +57,8 @@ def match_pools(cluster: ResolvedCluster, workload: GpuWorkload, class_require: 
         elif gpu.mig is not None:
             missing = [s.profile for s in gpu.mig.slices if s.profile not in pool.mig_profiles]
             if missing:
-                reason = f"no MIG {', '.join(missing)}"
+                layout = f" in layout {pool.mig_config}" if pool.mig_config else ""
+                reason = f"no MIG {', '.join(missing)}{layout}"
         elif not pool.publishes_full_gpus:
             reason = "GPUs are in static MIG mode (no full-GPU devices)"
         elif gpu.fabric is not None and gpu.fabric.partition_size and gpu.fabric.partition_size not in pool.partitions:

@@ -426,14 +426,19 @@ def _check_mig_on_cluster(w: Intent[GpuWorkload], cluster: ResolvedCluster, find
         findings.add(w.error(("spec", "gpu", "mig"), f"cluster '{cluster.name}' has no DRA pool with MIG enabled",
                              "give a pool a `mig.layout`"))
         return
-    for i, s in enumerate(w.model.spec.gpu.mig.slices):
-        if not any(s.profile in p.mig_profiles for p in mig_pools):
-            offered = sorted({n for p in mig_pools for n in p.mig_profiles})
-            models = sorted({p.gpu.key for p in mig_pools})
-            findings.add(w.error(("spec", "gpu", "mig", "slices", i, "profile"),
-                                 f"no MIG pool of cluster '{cluster.name}' provides profile '{s.profile}' ({', '.join(models)})",
-                                 did_you_mean(s.profile, offered) or f"profiles offered: {', '.join(offered)}"))
-            return
+    missing = [(i, s.profile) for i, s in enumerate(w.model.spec.gpu.mig.slices)
+               if not any(s.profile in p.mig_profiles for p in mig_pools)]
+    unknown = [(i, profile) for i, profile in missing if not any(profile in p.gpu.mig.profiles for p in mig_pools)]
+    if unknown:
+        i, profile = unknown[0]
+        offered = sorted({n for p in mig_pools for n in p.mig_profiles})
+        models = sorted({p.gpu.key for p in mig_pools})
+        findings.add(w.error(("spec", "gpu", "mig", "slices", i, "profile"),
+                             f"no MIG pool of cluster '{cluster.name}' provides profile '{profile}' ({', '.join(models)})",
+                             did_you_mean(profile, offered) or f"profiles offered: {', '.join(offered)}"))
+        return
+    if missing:
+        return  # the GPUs have the profile but no pool's layout offers it: the plan stage reports that as infeasible (exit 1)
     if w.model.spec.gpu.mig.same_gpu:
         reasons = []
         for pool in mig_pools:

@@ -3,7 +3,8 @@
 Objects are compared as compiled objects, not text. An object whose content-hashed name changed
 (claims, templates, ComputeDomains) is paired with its predecessor by identity and reported as a
 replacement; a change to a field the API server refuses to update in place (NIMService
-spec.draResources) is reported as a replacement too.
+spec.draResources) is reported as a replacement too, and so is a node pool's MIG reconfiguration
+(its `nvidia.com/mig.config` label), which stops the GPU pods on those nodes.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...diagnostics import Diagnostic
+from ...facts.platform import gpu_operator
 from ...lower.graph import CompiledCluster, HelmRelease, KubeObject
 from ...pipeline import Compilation
 from .fields import FieldChange, diff_values, touches
@@ -53,17 +56,23 @@ class ReleaseChange:
     fields: tuple[FieldChange, ...] = ()
 
 
+Pair = tuple[int | None, int | None]  # before, after; None: unknown (that side does not compile)
+
+
 @dataclass
 class ClusterDiff:
     name: str
     status: str  # added | removed | changed | unchanged
+    intent: tuple[FieldChange, ...] = ()  # changed fields of the Cluster intent itself
     workloads: list[WorkloadChange] = field(default_factory=list)
     objects: list[ObjectChange] = field(default_factory=list)
     releases: list[ReleaseChange] = field(default_factory=list)
     replacements: list[ReplacementNote] = field(default_factory=list)
-    gpus: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)  # label -> (before, after); None: unknown
+    gpus: dict[str, Pair] = field(default_factory=dict)  # device label -> requested before, after
+    capacity: dict[str, Pair] = field(default_factory=dict)  # node pool -> GPUs it offers before, after
+    occupied: Pair = (None, None)  # physical GPUs the placed pods hold, from the allocator
     feasible: tuple[bool | None, bool | None] = (None, None)  # None: the cluster does not exist on that side
-    problems: list = field(default_factory=list)  # why the new side cannot be compiled or placed
+    problems: list[Diagnostic] = field(default_factory=list)  # why the new side cannot be compiled
     plans: tuple[Any, Any] = (None, None)  # AllocationPlan before and after, when that side compiled
 
     @property
@@ -72,13 +81,22 @@ class ClusterDiff:
 
     @property
     def gpu_increase(self) -> bool:
-        return any(after is not None and after > (before or 0) for before, after in self.gpus.values())
+        """The placed pods hold more physical GPUs after the change (a GPU holding any MIG device counts whole),
+        so a swap to a larger MIG profile on fewer GPUs is no increase. An unknown before counts as none;
+        pods that cannot be placed hold nothing (`infeasible` gates those)."""
+        before, after = self.occupied
+        return after is not None and after > (before or 0)
+
+    def all_problems(self) -> list[Diagnostic]:
+        """Compile findings, then one per pod the allocator cannot place."""
+        return self.problems + (self.plans[1].diagnostics() if self.plans[1] is not None else [])
 
 
 @dataclass
 class FleetDiff:
     base: str
     clusters: list[ClusterDiff]
+    base_problems: list[Diagnostic] = field(default_factory=list)  # why the base does not compile
 
     @property
     def changed(self) -> bool:
@@ -139,15 +157,49 @@ def _compare_objects(old: CompiledCluster | None, new: CompiledCluster | None, o
             continue
         changes = tuple(diff_values(_comparable(a.manifest), _comparable(b.manifest)))
         if a.name != b.name:
-            change = ObjectChange(b.kind, b.namespace, b.name, "replaced", a.name, changes)
-            out.objects.append(change)
-            effect = b.replacements[0].effect if b.replacements else "renamed: the old object is deleted"
-            out.replacements.append(ReplacementNote(change.ref, effect))
-        elif changes:
-            out.objects.append(ObjectChange(b.kind, b.namespace, b.name, "changed", "", changes))
-            for r in b.replacements:
-                if touches(list(changes), r.path):
-                    out.replacements.append(ReplacementNote(f"{b.kind} {b.namespace + '/' if b.namespace else ''}{b.name}", r.effect))
+            effects = [_rename_effect(a, b, new)]
+        else:
+            effects = [r.effect for r in b.replacements if touches(list(changes), r.path)]
+        if not (changes or effects):
+            continue
+        change = ObjectChange(b.kind, b.namespace, b.name, "replaced" if effects else "changed",
+                              a.name if a.name != b.name else "", changes)
+        out.objects.append(change)
+        out.replacements += [ReplacementNote(change.ref, effect) for effect in effects]
+
+
+def _rename_effect(old: KubeObject, new: KubeObject, compiled: CompiledCluster) -> str:
+    """A renamed object replaces its predecessor. Pods gpuc does not render (claims-only workloads) name the
+    claim themselves, so they must be edited, not just restarted."""
+    users = _claims_only_users(new, compiled)
+    if users:
+        return (f"claim specs are immutable and the name follows the spec hash: pods of {', '.join(users)} that "
+                f"reference `{old.name}` must be updated to `{new.name}` (gpuc does not render them), "
+                f"or they cannot start once the old {old.kind} is deleted")
+    return new.replacements[0].effect if new.replacements else "renamed: the old object is deleted"
+
+
+def _claims_only_users(obj: KubeObject, compiled: CompiledCluster) -> list[str]:
+    """Workloads without a model (so without pods gpuc renders) whose claim is `obj`."""
+    claims_only = {f"{p.namespace}/{p.name}" for p in compiled.plan.workloads if p.workload.spec.model is None}
+    return sorted(key for key, ref in compiled.claims.items()
+                  if key in claims_only and (ref.kind, ref.namespace, ref.name) == (obj.kind, obj.namespace, obj.name))
+
+
+def _compare_mig_config(old: CompiledCluster | None, new: CompiledCluster | None, out: ClusterDiff) -> None:
+    """A node pool whose mig.config label changes is repartitioned by the GPU Operator's MIG manager, which
+    evicts the GPU pods on those nodes first: a disruption no object diff shows."""
+    if old is None or new is None:
+        return
+    label = gpu_operator()["migConfigLabel"]
+    for pool in sorted(set(old.node_labels) & set(new.node_labels)):
+        # a pool without the label is not partitioned: the same as all-disabled
+        a = old.node_labels[pool].get(label, "all-disabled")
+        b = new.node_labels[pool].get(label, "all-disabled")
+        if a != b:
+            out.replacements.append(ReplacementNote(
+                f"node pool {pool}: {label} {a} -> {b}",
+                "MIG reconfiguration: the MIG manager stops every GPU pod on the pool's nodes and repartitions their GPUs"))
 
 
 def _comparable(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -166,11 +218,34 @@ def _compare_releases(old: CompiledCluster | None, new: CompiledCluster | None, 
         if a is None or b is None:
             out.releases.append(ReleaseChange(name, "added" if a is None else "removed"))
             continue
-        as_dict = lambda r: {"chart": r.chart.name, "repository": r.chart.repository, "version": r.chart.version,
-                             "namespace": r.namespace, "values": r.values}
-        changes = tuple(diff_values(as_dict(a), as_dict(b)))
+        changes = tuple(diff_values(_release_fields(a), _release_fields(b)))
         if changes:
             out.releases.append(ReleaseChange(name, "changed", changes))
+
+
+def _release_fields(r: HelmRelease) -> dict[str, Any]:
+    return {"chart": r.chart.name, "repository": r.chart.repository, "version": r.chart.version,
+            "namespace": r.namespace, "values": r.values}
+
+
+def _cluster_intent(compilation: Compilation | None, name: str) -> dict | None:
+    intent = compilation.fleet.clusters.get(name) if compilation else None
+    return intent.model.model_dump(by_alias=True, mode="json", exclude_none=True) if intent else None
+
+
+def _capacity(compilation: Compilation | None, name: str) -> dict[str, int]:
+    """GPUs each node pool offers: nodes x GPUs per node, from the Cluster intent."""
+    intent = compilation.fleet.clusters.get(name) if compilation else None
+    return {p.name: p.nodes * p.gpu.count for p in intent.model.spec.node_pools} if intent else {}
+
+
+def _occupied(plan) -> int | None:
+    return sum(u.gpus_used for u in plan.pools) if plan is not None else None
+
+
+def _pairs(before: dict[str, int], after: dict[str, int], default: Pair) -> dict[str, Pair]:
+    """Values by key on both sides; a key one side lacks takes that side's default."""
+    return {k: (before.get(k, default[0]), after.get(k, default[1])) for k in sorted(set(before) | set(after))}
 
 
 def _workload_index(compilation: Compilation | None, cluster: str) -> dict[str, dict]:
@@ -209,35 +284,38 @@ def _plan(compiled: CompiledCluster | None):
         return plan_cluster_allocation(compiled, synthesize_for(compiled))
 
 
-def compare(base: Compilation | None, head: Compilation, base_ref: str, placement: bool = True) -> FleetDiff:
-    """Both compilations should be lenient, so that an infeasible side is reported rather than fatal.
-    With `placement`, both sides are planned on their inventories: feasibility and pool use come from that."""
+def compare(base: Compilation | None, head: Compilation, base_ref: str, base_problems: list[Diagnostic] | None = None) -> FleetDiff:
+    """Both compilations should be lenient, so that an infeasible side is reported rather than fatal; both sides
+    are planned on their inventories: feasibility and pool use come from that. With `base_problems` the base
+    did not compile: every cluster of the head is compared against an unknown before."""
     def names(c: Compilation | None) -> set[str]:
         return set(c.clusters) | set(c.infeasible) if c else set()
 
+    broken = bool(base_problems)
     clusters = []
     for name in sorted(names(base) | names(head)):
         old = base.clusters.get(name) if base else None
         new = head.clusters.get(name)
-        feasible = (_feasible(base, name), _feasible(head, name))
+        feasible = (False if broken else _feasible(base, name), _feasible(head, name))
         status = "added" if feasible[0] is None else "removed" if feasible[1] is None else "changed"
         diff = ClusterDiff(name, status, feasible=feasible, problems=list(head.infeasible.get(name, [])))
-        if placement:
-            diff.plans = (_plan(old), _plan(new))
-            placed = tuple(f if plan is None else (f and plan.feasible) for f, plan in zip(feasible, diff.plans))
-            diff.feasible = placed  # type: ignore[assignment]
-            if diff.plans[1] is not None:
-                diff.problems += diff.plans[1].diagnostics()
-        _compare_workloads(base if feasible[0] is not None else None, head if feasible[1] is not None else None, name, diff)
+        diff.plans = (_plan(old), _plan(new))
+        diff.feasible = tuple(f if plan is None else (f and plan.feasible) for f, plan in zip(feasible, diff.plans))  # type: ignore[assignment]
+        if not broken:
+            _compare_workloads(base if feasible[0] is not None else None, head if feasible[1] is not None else None, name, diff)
+            before, after = _cluster_intent(base, name), _cluster_intent(head, name)
+            diff.intent = tuple(diff_values(before, after)) if before and after else ()
         if False not in feasible:  # an uncompilable side has no objects to compare
             _compare_objects(old, new, diff)
             _compare_releases(old, new, diff)
-        before, after = (gpu_demand(old) if old else {}), (gpu_demand(new) if new else {})
+            _compare_mig_config(old, new, diff)
         # a side that does not compile has no known demand; a side that does not exist has none
         default = (None if feasible[0] is False else 0, None if feasible[1] is False else 0)
-        diff.gpus = {label: (before.get(label, default[0]), after.get(label, default[1]))
-                     for label in sorted(set(before) | set(after))}
-        if status == "changed" and not (diff.workloads or diff.objects or diff.releases) and diff.feasible[0] == diff.feasible[1]:
+        diff.gpus = _pairs(gpu_demand(old) if old else {}, gpu_demand(new) if new else {}, default)
+        diff.capacity = _pairs({} if broken else _capacity(base, name), _capacity(head, name), (None if broken else 0, 0))
+        diff.occupied = tuple(_occupied(p) if p is not None else d for p, d in zip(diff.plans, default))  # type: ignore[assignment]
+        if status == "changed" and not (diff.intent or diff.workloads or diff.objects or diff.releases or diff.replacements) \
+                and diff.feasible[0] == diff.feasible[1] and not broken:
             diff.status = "unchanged"
         clusters.append(diff)
-    return FleetDiff(base_ref, clusters)
+    return FleetDiff(base_ref, clusters, list(base_problems or []))

@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..plan_report import plan_markdown
-from .compare import ClusterDiff, FleetDiff
+from ..plan_report import plan_markdown, unplaced_groups
+from .compare import ClusterDiff, FleetDiff, Pair
 from .fields import MISSING, FieldChange
 
 MAX_FIELDS_PER_OBJECT = 40
+MAX_LIST = 50  # lines of a summary list, or entries of a details section
+MAX_PER_CLUSTER = 20  # a cluster's lines under "Does not fit" and under replacements
+MAX_ROWS = 200  # changed clusters in the summary table
+MAX_CHARS = 60_000  # the whole comment; GitHub's limit is 65,536
 
 
 def _value(v: Any) -> str:
@@ -29,10 +33,16 @@ def _field_line(c: FieldChange) -> str:
 
 
 def _fields(changes, indent: str = "  ") -> list[str]:
-    lines = [f"{indent}- {_field_line(c)}" for c in changes[:MAX_FIELDS_PER_OBJECT]]
-    if len(changes) > MAX_FIELDS_PER_OBJECT:
-        lines.append(f"{indent}- ... and {len(changes) - MAX_FIELDS_PER_OBJECT} more")
-    return lines
+    return _capped([f"{indent}- {_field_line(c)}" for c in changes], MAX_FIELDS_PER_OBJECT, indent)
+
+
+def _capped(lines: list[str], most: int = MAX_LIST, indent: str = "") -> list[str]:
+    """At most `most` list lines; the JSON output has them all."""
+    return lines if len(lines) <= most else lines[:most] + [_more(len(lines) - most, indent)]
+
+
+def _more(n: int, indent: str = "") -> str:
+    return f"{indent}- ... and {n} more (run `gpuc diff --output json` for all)"
 
 
 def _counts(items, statuses) -> str:
@@ -40,69 +50,134 @@ def _counts(items, statuses) -> str:
     return ", ".join(parts) or "-"
 
 
-def _gpus(c: ClusterDiff) -> str:
-    """Changed demands with their delta; unchanged ones only when nothing changed."""
+def _moved(values: dict[str, Pair], quiet: bool = False) -> str:
+    """Changed values with their delta; unchanged ones only when nothing changed (none at all when `quiet`)."""
     def n(v: int | None) -> str:
         return "?" if v is None else str(v)
 
-    moved = {label: v for label, v in c.gpus.items() if v[0] != v[1]}
+    moved = {label: v for label, v in values.items() if v[0] != v[1]}
     if not moved:
-        return "<br>".join(f"{label} {n(after)}" for label, (_, after) in c.gpus.items()) or "-"
+        return "-" if quiet else "<br>".join(f"{label} {n(after)}" for label, (_, after) in values.items()) or "-"
     return "<br>".join(f"{label} {n(b)} -> {n(a)}" + (f" ({a - b:+d})" if a is not None and b is not None else "")
                        for label, (b, a) in moved.items())
 
 
-def _feasible(flag: bool | None) -> str:
+def _intent(c: ClusterDiff) -> str:
+    """GPUs each pool offers where that moved, and how many intent fields changed."""
+    parts = [] if _moved(c.capacity, quiet=True) == "-" else [_moved(c.capacity, quiet=True)]
+    if c.intent:
+        parts.append(f"{len(c.intent)} field(s) changed")
+    return "<br>".join(parts) or "-"
+
+
+def _releases(c: ClusterDiff) -> str:
+    """Helm releases in the summary: what moved in the chart, and whether its values did."""
+    parts = []
+    for r in c.releases:
+        if r.status != "changed":
+            parts.append(f"{r.name} {r.status}")
+            continue
+        moved = [f"{f.path} {f.old} -> {f.new}" for f in r.fields if f.path in ("chart", "repository", "version", "namespace")]
+        moved += ["values"] if any(f.path.startswith("values") for f in r.fields) else []
+        parts.append(f"{r.name}: {', '.join(moved)}")
+    return "<br>".join(parts) or "-"
+
+
+def _feasible(flag: bool | None, compiles: bool = True) -> str:
+    if not compiles:
+        return "**does not compile**"
     return {True: "fits", False: "**does not fit**", None: "-"}[flag]
 
 
+def _problem(d) -> str:
+    where = f"{d.file}:{d.line}" if d.line else d.file
+    return f"`{where}` {d.path}: {d.message}"
+
+
+def _blocked(c: ClusterDiff) -> list[str]:
+    """Why the cluster does not fit: compile findings, then unplaceable pods folded by workload and reason."""
+    lines = [f"- **{c.name}**: {_problem(p)}" for p in c.problems]
+    if c.plans[1] is not None:
+        lines += [f"- **{c.name}**: {n} pod(s) of `{w}` cannot be placed: {reason}" for w, reason, n in unplaced_groups(c.plans[1])]
+    return lines
+
+
+def _summary(diff: FleetDiff, changed: list[ClusterDiff]) -> list[str]:
+    lines = []
+    if diff.base_problems:
+        lines += ["### The base does not compile",
+                  f"The fleet at `{diff.base}` has {len(diff.base_problems)} finding(s); each cluster is compared against "
+                  "an unknown before.", ""]
+        lines += _capped([f"- {_problem(d)}" for d in diff.base_problems]) + [""]
+    lines += ["| cluster | status | cluster intent (GPUs offered) | workloads | objects | Helm releases | devices requested "
+              "| feasibility | replacements |", "|---|---|---|---|---|---|---|---|---|"]
+    rows = [f"| {c.name} | {c.status} | {_intent(c)} | {_counts(c.workloads, ('added', 'changed', 'removed'))} | "
+            f"{_counts(c.objects, ('added', 'changed', 'replaced', 'removed'))} | {_releases(c)} | {_moved(c.gpus)} | "
+            f"{_feasible(c.feasible[0], not diff.base_problems)} -> {_feasible(c.feasible[1])} | {len(c.replacements) or '-'} |"
+            for c in changed]
+    lines += rows[:MAX_ROWS]
+    if len(rows) > MAX_ROWS:
+        lines += ["", _more(len(rows) - MAX_ROWS)[2:]]
+    blocked = [line for c in changed if c.feasible[1] is False for line in _capped(_blocked(c), MAX_PER_CLUSTER)]
+    if blocked:
+        lines += ["", "### Does not fit"] + blocked
+    replacements = [line for c in changed
+                    for line in _capped([f"- **{c.name}** `{r.object}`: {r.effect}" for r in c.replacements], MAX_PER_CLUSTER)]
+    if replacements:
+        lines += ["", "### Replacements and disruptions (not updated in place)"] + replacements
+    return lines
+
+
+def _details(c: ClusterDiff) -> list[str]:
+    if not (c.intent or c.workloads or c.objects or c.releases):
+        return []
+    lines = ["", f"<details><summary>{c.name}: details</summary>", ""]
+    if c.intent:
+        lines += ["#### Cluster intent"] + _fields(c.intent, "")
+    for title, items in (("Workloads", [(w.status, w.key, w.fields) for w in c.workloads]),
+                         ("Objects", [(o.status, o.ref, o.fields) for o in c.objects]),
+                         ("Helm releases", [(r.status, r.name, r.fields) for r in c.releases])):
+        if items:
+            lines.append(f"#### {title}")
+            for status, key, fields in items[:MAX_LIST]:
+                lines += [f"- {status} `{key}`"] + _fields(fields)
+            lines += [_more(len(items) - MAX_LIST)] if len(items) > MAX_LIST else []
+    return lines + ["", "</details>"]
+
+
 def markdown(diff: FleetDiff) -> str:
+    """Summary first, then capacity, then details; cut to fit a pull-request comment, details first."""
     lines = [f"## gpuc diff against `{diff.base}`", ""]
     changed = [c for c in diff.clusters if c.changed]
-    if not changed:
-        lines.append("No change to any cluster's compiled objects.")
+    if not changed and not diff.base_problems:
+        lines.append("No change to any cluster's compiled objects or intents.")
         return "\n".join(lines) + "\n"
-    lines += ["| cluster | status | workloads | objects | devices requested | feasibility | replacements |",
-              "|---|---|---|---|---|---|---|"]
-    for c in changed:
-        feas = f"{_feasible(c.feasible[0])} -> {_feasible(c.feasible[1])}"
-        lines.append(f"| {c.name} | {c.status} | {_counts(c.workloads, ('added', 'changed', 'removed'))} | "
-                     f"{_counts(c.objects, ('added', 'changed', 'replaced', 'removed'))} | {_gpus(c)} | {feas} | "
-                     f"{len(c.replacements) or '-'} |")
-    blocked = [c for c in changed if c.feasible[1] is False]
-    if blocked:
-        lines += ["", "### Does not fit"]
-        for c in blocked:
-            for p in c.problems:
-                lines.append(f"- **{c.name}**: `{p.file}:{p.line}` {p.path}: {p.message}")
-    replacements = [(c.name, r) for c in changed for r in c.replacements]
-    if replacements:
-        lines += ["", "### Replacements (not updated in place)"]
-        lines += [f"- **{name}** `{r.object}`: {r.effect}" for name, r in replacements]
+    lines += _summary(diff, changed)
     planned = [c for c in changed if c.plans[1] is not None]
     if planned:
         lines += ["", "### Capacity after the change"]
         for c in planned:
-            lines += ["", plan_markdown(c.plans[1], c.plans[0]).rstrip()]
+            lines += ["", plan_markdown(c.plans[1], c.plans[0], list_unplaced=False).rstrip()]
     for c in changed:
-        lines += ["", f"<details><summary>{c.name}: details</summary>", ""]
-        if c.workloads:
-            lines.append("#### Workloads")
-            for w in c.workloads:
-                lines.append(f"- {w.status} `{w.key}`")
-                lines += _fields(w.fields)
-        if c.objects:
-            lines.append("#### Objects")
-            for o in c.objects:
-                lines.append(f"- {o.status} `{o.ref}`")
-                lines += _fields(o.fields)
-        if c.releases:
-            lines.append("#### Helm releases")
-            for r in c.releases:
-                lines.append(f"- {r.status} `{r.name}`")
-                lines += _fields(r.fields)
-        lines += ["", "</details>"]
-    return "\n".join(lines) + "\n"
+        lines += _details(c)
+    return _fit(lines, MAX_CHARS)
+
+
+def _fit(lines: list[str], limit: int) -> str:
+    """Whole lines while they fit `limit` (GitHub refuses comments over 65,536 characters). The summary comes
+    first, so the cut falls on details; an open <details> is closed and the cut is said."""
+    out: list[str] = []
+    size, open_details = 0, False
+    for i, line in enumerate(lines):
+        if size + len(line) + 1 > limit - 400:  # room for the closing lines
+            out += (["", "</details>"] if open_details else []) + [
+                "", f"*... {len(lines) - i} more line(s) cut to fit a pull-request comment "
+                    "(run `gpuc diff --output json` for all)*"]
+            break
+        out.append(line)
+        size += len(line) + 1
+        open_details = line.startswith("<details>") or (open_details and line != "</details>")
+    return "\n".join(out) + "\n"
 
 
 def _cluster_json(c: ClusterDiff) -> dict[str, Any]:
@@ -110,7 +185,10 @@ def _cluster_json(c: ClusterDiff) -> dict[str, Any]:
         "cluster": c.name,
         "status": c.status,
         "feasible": {"before": c.feasible[0], "after": c.feasible[1]},
-        "problems": [p.as_dict() for p in c.problems],
+        "problems": [p.as_dict() for p in c.all_problems()],
+        "intent": [f.as_dict() for f in c.intent],
+        "capacity": {pool: {"before": b, "after": a} for pool, (b, a) in c.capacity.items()},
+        "gpusOccupied": {"before": c.occupied[0], "after": c.occupied[1]},
         "pools": [{"pool": u.pool, "gpus": u.gpus,
                    "gpusUsedBefore": _pool_used(c.plans[0], u.pool), "gpusUsedAfter": u.gpus_used}
                   for u in (c.plans[1].pools if c.plans[1] is not None else ())],
@@ -130,5 +208,6 @@ def _pool_used(plan, pool: str) -> int | None:
 
 
 def as_json(diff: FleetDiff, gated: list[str]) -> str:
-    return json.dumps({"base": diff.base, "changed": diff.changed, "conditions": sorted(diff.conditions()),
+    return json.dumps({"base": diff.base, "baseProblems": [d.as_dict() for d in diff.base_problems],
+                       "changed": diff.changed, "conditions": sorted(diff.conditions()),
                        "gated": gated, "clusters": [_cluster_json(c) for c in diff.clusters]}, indent=2, default=str)

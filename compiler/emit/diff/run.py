@@ -12,23 +12,33 @@ from .gitbase import materialize
 
 
 def diff_fleet(fleet: Path, base_ref: str, only: str | None = None) -> FleetDiff:
-    """Compile the fleet at `base_ref` (read from git) and as it is now, and compare the results."""
-    head = compile_fleet(fleet, only, lenient=True)
+    """Compile the fleet at `base_ref` (read from git) and as it is now, and compare the results.
+
+    Bad input now is an error (exit 2); a base that does not compile is reported, so that a pull request
+    fixing a broken base branch can still be reviewed."""
+    head = compile_fleet(fleet, only, lenient=True, missing_ok=True)
+    base, problems = _compile_base(fleet, base_ref, only)
+    if only is not None and not problems and not (_has(head, only) or _has(base, only)):
+        raise InputError([Diagnostic(str(fleet), 0, "--cluster", f"no cluster named '{only}' in the fleet, now or at {base_ref}",
+                                     f"clusters: {', '.join(sorted(head.fleet.clusters)) or '(none)'}")])
+    return compare(base, head, base_ref, problems)
+
+
+def _compile_base(fleet: Path, ref: str, only: str | None) -> tuple[Compilation | None, list[Diagnostic]]:
+    """The fleet at `ref`: None when it did not exist there; with its input errors when it does not compile."""
     with tempfile.TemporaryDirectory(prefix="gpuc-base-") as tmp:
         base_dir = Path(tmp) / "fleet"
-        base: Compilation | None = None
-        if materialize(fleet, base_ref, base_dir):
-            try:
-                base = compile_fleet(base_dir, lenient=True)
-            except InputError as exc:
-                raise InputError([_at_base(d, base_ref) for d in exc.diagnostics]) from None
-            if only is not None:
-                base.clusters = {k: v for k, v in base.clusters.items() if k == only}
-                base.infeasible = {k: v for k, v in base.infeasible.items() if k == only}
-    return compare(base, head, base_ref)
+        if not materialize(fleet, ref, base_dir):
+            return None, []
+        try:
+            return compile_fleet(base_dir, only, lenient=True, missing_ok=True), []
+        except InputError as exc:
+            return None, [_at_base(d, ref) for d in exc.diagnostics]
+
+
+def _has(compilation: Compilation | None, cluster: str) -> bool:
+    return compilation is not None and cluster in compilation.fleet.clusters
 
 
 def _at_base(d: Diagnostic, ref: str) -> Diagnostic:
     return Diagnostic(f"{ref}:{d.file}", d.line, d.path, f"(at the base) {d.message}", d.hint, d.severity)
-
-
