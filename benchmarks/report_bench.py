@@ -3,9 +3,11 @@ and how long headless Chromium takes to load and paint the page (selenium drives
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import yaml
@@ -28,21 +30,35 @@ def worst_case_fleet(out: Path, nodes: int = 5000) -> Path:
     return out
 
 
-def browser_load_seconds(page: Path, repeat: int) -> list[float] | None:
-    chromium, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
-    if not (chromium and driver_path):
-        return None
+def chromium_available() -> bool:
+    return bool(shutil.which("chromium") and shutil.which("chromedriver"))
+
+
+@contextlib.contextmanager
+def headless_chromium(profile: Path | None = None, console_log: bool = False) -> Iterator:
+    """Debian's chromium under selenium, with the flags this machine's closed network needs."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
-    options.binary_location = chromium
+    options.binary_location = shutil.which("chromium")
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 f"--user-data-dir={tempfile.mkdtemp(prefix='gpuc-chromium-')}", "--window-size=1300,2400"):
+                 f"--user-data-dir={profile or tempfile.mkdtemp(prefix='gpuc-chromium-')}", "--window-size=1300,2400"):
         options.add_argument(flag)
-    browser = webdriver.Chrome(service=Service(driver_path), options=options)
+    if console_log:
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    browser = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
     try:
+        yield browser
+    finally:
+        browser.quit()
+
+
+def browser_load_seconds(page: Path, repeat: int) -> list[float] | None:
+    if not chromium_available():
+        return None
+    with headless_chromium() as browser:
         browser.get("about:blank")
         loads = []
         for _ in range(repeat):
@@ -52,5 +68,3 @@ def browser_load_seconds(page: Path, repeat: int) -> list[float] | None:
             loads.append(time.perf_counter() - start)
             browser.get("about:blank")
         return loads
-    finally:
-        browser.quit()

@@ -4,20 +4,18 @@ headless Chromium that must render the report without console errors."""
 from __future__ import annotations
 
 import re
-import shutil
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from benchmarks.report_bench import chromium_available, headless_chromium
 from compiler.emit.capacity import cluster_map, workload_color
 from compiler.emit.capacity_html import capacity_html
 from compiler.emit.plan_report import plan_markdown
 from compiler.pipeline import compile_fleet
 from compiler.plan.allocator import plan_compilation
 from conftest import EXAMPLES, cluster_doc, gpuc, workload_doc
-
-CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 
 
 @pytest.fixture(scope="module")
@@ -109,28 +107,15 @@ def test_plan_html_option_writes_the_file(tmp_path):
 
 def test_report_renders_in_headless_chromium(tmp_path, plans):
     """A real browser: no console errors, and the pools and workloads are visible text."""
-    assert CHROMIUM and CHROMEDRIVER, "Debian's chromium and chromium-driver are installed by .ci/run"
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
+    assert chromium_available(), "Debian's chromium and chromium-driver are installed by .ci/run"
     page = tmp_path / "report.html"
     page.write_text(capacity_html(plans, "GPU capacity: example fleet"))
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1300,2400"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    try:
+    with headless_chromium(tmp_path / "profile", console_log=True) as driver:
         driver.get(page.as_uri())
         text = driver.find_element("tag name", "body").text
         errors = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
         rects = driver.execute_script("return document.querySelectorAll('svg rect').length")
         assert driver.save_screenshot(str(tmp_path / "report.png"))
-    finally:
-        driver.quit()
     assert errors == []
     for name in ("prod-east", "staging", "lab", "h100", "a100-mig", "gb200", "nim-service/llama-70b", "research/trainer"):
         assert name in text
