@@ -103,17 +103,24 @@ def _progress_for(cluster: str):
 
 @_guarded
 def cmd_render(args: argparse.Namespace) -> int:
-    from .emit.tree import write_tree
+    from .diagnostics import Diagnostic, InputError
+    from .emit.tree import foreign_targets, write_tree
 
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise InputError([Diagnostic(str(out), 0, "-o", "is a file; gpuc renders into a directory", "pass a directory path to -o")])
     # the tree about to be replaced is the previous state
-    built = _build(args, args.cluster, Path(args.out), placement="warn" if args.allow_infeasible else "gate")
+    built = _build(args, args.cluster, out, placement="warn" if args.allow_infeasible else "gate")
     trees = {c.name: c.files for c in built.clusters}
+    foreign = foreign_targets(out, list(trees))
+    if foreign:
+        raise InputError([Diagnostic(str(p), 0, "-o", "holds files gpuc did not write, and a render replaces it whole",
+                                     "move them elsewhere, or render into another directory") for p in foreign])
     try:
-        write_tree(Path(args.out), trees, prune_other_clusters=args.cluster is None,
-                   reuse={c.name: c.unchanged for c in built.clusters})
+        write_tree(out, trees, prune_other_clusters=args.cluster is None, reuse={c.name: c.unchanged for c in built.clusters})
     except OSError as exc:
-        print(f"gpuc: cannot write {args.out}: {exc.strerror or exc}; the previous tree is unchanged", file=sys.stderr)
-        return EXIT_INPUT
+        raise InputError([Diagnostic(str(out), 0, "-o", f"cannot write the tree: {exc.strerror or exc}; the previous tree is unchanged",
+                                     "check the directory's permissions and free space")]) from None
     if args.output == "json":
         print(json.dumps({"ok": True, "out": str(args.out),
                           "clusters": {n: sorted(files) for n, files in trees.items()},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import shutil
@@ -160,3 +161,24 @@ def test_rendered_files_carry_the_do_not_edit_marker(tmp_path):
     render(EXAMPLES, tmp_path / "out")
     for name in ("kustomization.yaml", "node-labels.yaml", "values/nvidia-dra-driver-gpu.yaml", "argocd/kustomization.yaml"):
         assert (tmp_path / "out" / "prod-east" / name).read_text().startswith(tree.MARKER)
+
+
+def test_render_never_replaces_what_gpuc_did_not_write(tmp_path):
+    out = tmp_path / "out"
+    (out / "prod-east").mkdir(parents=True)
+    (out / "prod-east" / "handwritten.yaml").write_text("kind: ConfigMap\n")
+    (out / "staging").write_text("a file where a cluster directory goes\n")
+    result = gpuc("render", EXAMPLES, "-o", out, "--output", "json")
+    assert result.code == 2
+    report = json.loads(result.out)
+    assert sorted(d["file"] for d in report["diagnostics"]) == [str(out / "prod-east"), str(out / "staging")]
+    assert "holds files gpuc did not write" in report["diagnostics"][0]["message"]
+    assert (out / "prod-east" / "handwritten.yaml").read_text() == "kind: ConfigMap\n"
+    assert sorted(p.name for p in out.iterdir()) == ["prod-east", "staging"]
+
+
+def test_render_into_a_file_is_a_clear_error(tmp_path):
+    target = tmp_path / "out"
+    target.write_text("x")
+    result = gpuc("render", EXAMPLES, "-o", target, "--output", "json")
+    assert result.code == 2 and json.loads(result.out)["diagnostics"][0]["message"] == "is a file; gpuc renders into a directory"

@@ -305,6 +305,13 @@ def test_gate_switched_off_while_workloads_need_it(fleet):
                     "featureGates.TimeSlicingSettings: TimeSlicingSettings is set false, but workloads on this cluster need it (w1)")
 
 
+def test_a_gate_override_names_only_the_workloads_that_need_the_gate(fleet):
+    cluster = cluster_doc(draDriver={"values": {"featureGates": {"MPSSupport": False}}})
+    workloads = [workload_doc("plain"), workload_doc("mps", gpu={"sharing": "MPS"}), workload_doc("ts", gpu={"sharing": "TimeSlicing"})]
+    render_rejected(fleet(clusters=[cluster], workloads={"w.yaml": workloads}),
+                    "MPSSupport is set false, but workloads on this cluster need it (mps)")
+
+
 def test_gate_from_a_later_driver(fleet):
     cluster = cluster_doc(driver="25.8.1", kubernetes="1.33", draDriver={"values": {"featureGates": {"DynamicMIG": True}}})
     render_rejected(fleet(clusters=[cluster]), "driver 25.8.1 has no feature gate 'DynamicMIG'", "DynamicMIG arrives with driver 25.12")

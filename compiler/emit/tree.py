@@ -70,6 +70,17 @@ def is_gpuc_output(directory: Path) -> bool:
         return False
 
 
+def foreign_targets(out: Path, clusters: list[str]) -> list[Path]:
+    """out/<cluster> paths that hold something gpuc did not write: a render replaces the directory
+    whole, so it must not take a hand-written file or another tool's output with it."""
+    found = []
+    for cluster in clusters:
+        target = out / cluster
+        if target.is_symlink() or target.is_file() or (target.is_dir() and any(target.iterdir()) and not is_gpuc_output(target)):
+            found.append(target)
+    return found
+
+
 def clean_stale_temporaries(out: Path) -> None:
     """Remove what an interrupted (killed) render left behind."""
     if out.is_dir():

@@ -73,8 +73,8 @@ def read_documents(path: Path, display: str) -> list[SourceDoc]:
 def load_fleet(root: str | os.PathLike[str]) -> FleetFiles:
     root = Path(root)
     if not root.is_dir():
-        raise InputError([Diagnostic(str(root), 0, "(fleet)", "fleet directory does not exist",
-                                     "pass the directory that holds clusters/ and workloads/")])
+        what = "is a file, not a fleet directory" if root.exists() else "fleet directory does not exist"
+        raise InputError([Diagnostic(str(root), 0, "(fleet)", what, "pass the directory that holds clusters/ and workloads/")])
     findings = Findings()
     clusters_dir = root / "clusters"
     if not _yaml_files(clusters_dir, recursive=False):

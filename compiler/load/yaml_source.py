@@ -233,8 +233,8 @@ class _Builder:
             first_line: dict[str, int] = {}
             for key_node, value_node in node.value:
                 if not isinstance(key_node, yaml.ScalarNode):
-                    raise _fail(self.file, key_node.start_mark.line + 1,
-                                f"{format_path(path)}: mapping keys must be plain strings")
+                    raise InputError([Diagnostic(self.file, key_node.start_mark.line + 1, format_path(path),
+                                             "mapping keys must be plain strings", "write the key as text, without [ ] or { }")])
                 key = self.scalar(key_node)
                 if not isinstance(key, str):
                     key = str(key) if not isinstance(key, bool) else str(key).lower()

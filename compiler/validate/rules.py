@@ -206,8 +206,9 @@ def _check_cluster_refs(intent: Intent, listed: list[str] | None, fleet: Fleet, 
         if name not in fleet.clusters:
             findings.add(intent.error(("spec", "clusters", i), f"unknown cluster '{name}'",
                                       did_you_mean(name, fleet.clusters) or f"clusters of this fleet: {one_of(fleet.clusters)}"))
-    if listed is not None and len(set(listed)) != len(listed):
-        findings.add(intent.error(("spec", "clusters"), "a cluster is listed twice"))
+    twice = sorted({name for name in listed or [] if listed.count(name) > 1})
+    if twice:
+        findings.add(intent.error(("spec", "clusters"), f"cluster {one_of(twice)} is listed twice", "list each cluster once"))
 
 
 def _check_class(cls: Intent[GpuDeviceClass], fleet: Fleet, findings: Findings) -> None:
@@ -453,7 +454,7 @@ def _check_mig_on_cluster(w: Intent[GpuWorkload], cluster: ResolvedCluster, find
                 if not short:
                     return
                 reasons.append(f"{pool.name} ({pool.mig_config}): lacks {', '.join(short)}")
-        geometry = [fit_on_model(p.gpu, mix) for p in mig_pools]
+        geometry = [fit_on_model(p.gpu, mix) for p in mig_pools if not p.mig_dynamic]  # dynamic pools said why above
         why = next((f.reason for f in geometry if not f.fits), "")
         findings.add(w.error(("spec", "gpu", "mig"),
                              f"this MIG mix cannot fit one GPU of cluster '{cluster.name}': " + "; ".join(reasons)
@@ -536,7 +537,8 @@ def _check_gates(cluster: ResolvedCluster, workloads: list[GpuWorkload], fleet: 
         elif not isinstance(value, bool):
             findings.add(intent.error(gates_path + (name,), f"feature gate values are true or false, got {value!r}"))
         elif derived.get(name) and value is False:
-            users = [w.metadata.name for w in workloads]
+            users = [w.metadata.name for w in workloads if derived_gates(line, cluster_features(cluster, [w]), flavour).get(name)]
+            users = users or [f"node pool {p.name}" for p in cluster.pools if p.mig_dynamic]  # DynamicMIG comes from pools
             findings.add(intent.error(gates_path + (name,), f"{name} is set false, but workloads on this cluster need it ({', '.join(users)})",
                                       "remove the override; gpuc turns the gate on when a workload needs it"))
     effective = {n: g.default for n, g in known.items()}
