@@ -117,6 +117,30 @@ def test_compile_errors_name_the_problem():
             compile_selector(text)
 
 
+def test_a_valid_deeply_nested_selector_compiles_and_evaluates():
+    import sys
+    limit = sys.getrecursionlimit()
+    text = "device.attributes['gpu.nvidia.com'].type == 'gpu' && (" + " || ".join(["true"] * 600) + ")"  # 4.8 KiB
+    assert run(text) is True
+    assert compile_selector(text).matches_uncached(h100(type="mig")) is False
+    assert check_expression(text) == []
+    assert sys.getrecursionlimit() == limit  # raised only while cel-python runs
+
+
+def test_nesting_beyond_what_gpuc_evaluates_is_a_clean_compile_error():
+    for text in ("!" * 3000 + "false", "(" * 400 + "true" + ")" * 400):
+        with pytest.raises(CelCompileError, match="expression too deeply nested for gpuc's CEL evaluator"):
+            compile_selector(text)
+        (problem,) = check_expression(text)
+        assert problem.code == "too-deep"
+
+
+def test_expressions_over_10_kib_are_refused_before_compiling():
+    text = " || ".join(["true"] * 2000)  # 15,996 bytes
+    with pytest.raises(CelCompileError, match="expression is 15996 bytes; the API server accepts at most 10240"):
+        compile_selector(text)
+
+
 def test_expressions_are_compiled_once():
     text = "device.driver == 'gpu.nvidia.com'"
     assert compile_selector(text) is compile_selector(text)

@@ -91,6 +91,16 @@ def test_opaque_parameters_over_10_kib():
                for m in messages)
 
 
+def test_a_deeply_nested_but_valid_selector_validates_without_a_traceback(tmp_path):
+    fleet = tmp_path / "fleet"
+    shutil.copytree(EXAMPLES, fleet)
+    path = fleet / "workloads" / "platform" / "device-classes.yaml"
+    deep = "device.attributes['gpu.nvidia.com'].type == 'gpu' && (" + " || ".join(["true"] * 600) + ")"
+    path.write_text(path.read_text() + f'    cel: ["{deep}"]\n')
+    result = gpuc("validate", fleet)
+    assert result.code == 0 and "Traceback" not in result.err and "ok: " in result.out + result.err
+
+
 def test_too_long_cel_expression_from_the_intent_is_reported_at_its_line(tmp_path):
     fleet = tmp_path / "fleet"
     shutil.copytree(EXAMPLES, fleet)
