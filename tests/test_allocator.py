@@ -339,3 +339,10 @@ def test_each_unplaceable_pod_is_explained_in_its_own_workloads_name(fleet):
     plan = plan_cluster_allocation(compiled, synthesize_for(compiled))
     assert [p.pod for p in plan.unplaced] == ["b-one-0", "c-two-0"]
     assert [p.reason.split(" needs")[0] for p in plan.unplaced] == ["request 'gpu' of b-one", "request 'gpu' of c-two"]
+
+
+def test_the_claim_parser_refuses_a_request_with_both_exactly_and_first_available():
+    from compiler.plan.allocator.requests import ClaimError
+    body = {"deviceClassName": "gpu", "count": 1}
+    with pytest.raises(ClaimError, match=r"requests\[0\] has both an exact request and firstAvailable"):
+        parse_claim_spec({"devices": {"requests": [{"name": "gpu", "exactly": body, "firstAvailable": [dict(body, name="a")]}]}})
