@@ -5,7 +5,9 @@ selector reads (every H100 has the same productName and memory). Each compiled s
 keeps a memo keyed by the values of exactly the device fields its syntax tree references
 (`analysis.Ref`); devices that agree on them get the stored result (true, false or the evaluation
 error) without running cel-python again. The key is exact: bools are tagged so that `true` and `1`
-never share an entry, versions are keyed by their full text.
+never share an entry, versions are keyed by their full text, quantities by value and format (which
+decide their text: 80Gi and 85899345920 are equal but print differently), and a whole-domain read
+by every name and value of the domain.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from lark import Tree
 from ..facts.platform import dra_limits
 from .analysis import WHOLE_DEVICE, Analysis, Ref, analyse
 from .library import FUNCTIONS, activation
+from .quantity import Quantity
 from .semver import Semver
 from .static import Problem, compile_problems
 
@@ -65,6 +68,8 @@ def _tag(value: Any) -> Any:
         return ("bool", value)
     if cls is Semver:
         return ("semver", str(value))
+    if cls is Quantity:
+        return ("quantity", value.value, value.format)
     return value
 
 
@@ -84,7 +89,7 @@ def _getter(ref: Ref) -> Callable[[DeviceData], Any] | None:
         return lambda d: _freeze(getattr(d, field).get(domain))
     if field == "attributes":
         return lambda d: _tag(d.attributes.get(domain, _EMPTY).get(name, _MISSING))
-    return lambda d: d.capacity.get(domain, _EMPTY).get(name, _MISSING)
+    return lambda d: _tag(d.capacity.get(domain, _EMPTY).get(name, _MISSING))
 
 
 def _key_function(analysis: Analysis) -> Callable[[DeviceData], Any] | None:
