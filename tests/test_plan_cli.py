@@ -110,6 +110,16 @@ def test_render_refuses_an_infeasible_plan(fleet, tmp_path):
     assert "warning: spec.gpu: pod llm-2 of team/llm cannot be placed" in allowed.err
 
 
+def test_validate_refuses_an_infeasible_plan_like_render(fleet):
+    result = gpuc("validate", _crowded(fleet))
+    assert result.code == 1 and "ok:" not in result.out
+    assert "workloads/w.yaml:" in result.err and "pod llm-2 of team/llm cannot be placed on cluster 'c1'" in result.err
+    assert "1 pod(s) cannot be placed on the clusters' synthesized inventories; `gpuc render` would refuse this fleet" in result.err
+    report = json.loads(gpuc("validate", _crowded(fleet), "--output", "json").out)
+    assert report["ok"] is False and report["exitCode"] == 1
+    assert any("cannot be placed on cluster 'c1'" in d["message"] for d in report["diagnostics"])
+
+
 def test_render_of_a_feasible_fleet_still_writes(tmp_path):
     result = gpuc("render", EXAMPLES, "-o", tmp_path / "out")
     assert result.code == 0 and (tmp_path / "out" / "prod-east" / "kustomization.yaml").is_file()
