@@ -99,6 +99,15 @@ def test_plan_exits_1_and_says_why(fleet):
     assert report["ok"] is False and report["clusters"][0]["feasible"] is False
 
 
+def test_plan_reports_say_what_a_fit_promises(fleet):
+    text = gpuc("plan", _crowded(fleet)).out
+    assert "note: gpuc places pods largest and most constrained first" in text and '"fits" holds for that order' in text
+    assert "the real scheduler may pick a different but equivalent device or node" in text
+    cluster = json.loads(gpuc("plan", _crowded(fleet), "--output", "json").out)["clusters"][0]
+    assert cluster["placement"]["podOrder"] == "largest-and-most-constrained-first"
+    assert any("different but equivalent device" in n for n in cluster["placement"]["notes"])
+
+
 def test_render_refuses_an_infeasible_plan(fleet, tmp_path):
     out = tmp_path / "rendered"
     result = gpuc("render", _crowded(fleet), "-o", out)
