@@ -346,3 +346,19 @@ def test_the_claim_parser_refuses_a_request_with_both_exactly_and_first_availabl
     body = {"deviceClassName": "gpu", "count": 1}
     with pytest.raises(ClaimError, match=r"requests\[0\] has both an exact request and firstAvailable"):
         parse_claim_spec({"devices": {"requests": [{"name": "gpu", "exactly": body, "firstAvailable": [dict(body, name="a")]}]}})
+
+
+def test_two_requests_of_one_class_sharing_a_match_attribute_get_a_specific_reason():
+    inv = inventory({"n1": [dev("gpu-0", grp=1), dev("gpu-1", grp=2)]})
+    p = pod("w-0", claim("team/w-0", [request("a"), request("b")], [{"matchAttribute": "gpu.nvidia.com/grp"}]))
+    outcome = Planner(inv, CLASSES).place(p)
+    assert not outcome.placed
+    assert outcome.reason == ("requests 'a' + 'b' of w must share gpu.nvidia.com/grp: no value of it has 2 free devices "
+                              "on one node (closest: n1 has 1 free device with gpu.nvidia.com/grp = 1, 2 needed)")
+
+
+def test_one_allocated_device_is_worded_in_the_singular():
+    planner = Planner(inventory({"n1": [dev("gpu-0")]}), CLASSES)
+    assert planner.place(pod("one-0", claim("team/one-0", [request("gpu")]))).placed
+    outcome = planner.place(pod("two-0", claim("team/two-0", [request("gpu")])))
+    assert "1 match, 1 is allocated, at most 0 free on one node" in outcome.reason
