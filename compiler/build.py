@@ -47,7 +47,7 @@ class FleetBuild:
     clusters: list[ClusterBuild]
     warnings: list[Diagnostic]
 
-    def raise_if_failed(self) -> None:
+    def raise_if_failed(self, rendering: bool = True) -> None:
         """Infeasible plans and refused output are findings (exit 1); nothing is written."""
         infeasible = [d for c in self.clusters for d in c.infeasible]
         rejected = [d for c in self.clusters for d in c.rejected]
@@ -55,10 +55,16 @@ class FleetBuild:
             raise OutputRejected(sorted(set(infeasible + rejected + self.warnings)))
         unplaced = sum(c.unplaced for c in self.clusters)
         if infeasible:
-            summary = ([Diagnostic(str(self.fleet.root), 0, "(plan)", f"{unplaced} pod(s) cannot be placed, so nothing was rendered",
-                                   "`gpuc plan FLEET` shows every placement; fix the intents, or pass --allow-infeasible to render anyway")]
-                       if unplaced else [])
+            summary = ([_unplaced_summary(str(self.fleet.root), unplaced, rendering)] if unplaced else [])
             raise InfeasibleError(sorted(set(infeasible + self.warnings)) + summary)
+
+
+def _unplaced_summary(root: str, unplaced: int, rendering: bool) -> Diagnostic:
+    if rendering:
+        return Diagnostic(root, 0, "(plan)", f"{unplaced} pod(s) cannot be placed, so nothing was rendered",
+                          "`gpuc plan FLEET` shows every placement; fix the intents, or pass --allow-infeasible to render anyway")
+    return Diagnostic(root, 0, "(plan)", f"{unplaced} pod(s) cannot be placed on the clusters' synthesized inventories; "
+                      "`gpuc render` would refuse this fleet", "`gpuc plan FLEET` shows every placement; fix the intents or the node pools")
 
 
 @dataclass(frozen=True)

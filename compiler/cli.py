@@ -47,14 +47,14 @@ def _guarded(run: Callable[[argparse.Namespace], int], outcome: str = "nothing w
     return wrapper
 
 
-def _build(args: argparse.Namespace, only: str | None, previous: Path | None, placement: str):
+def _build(args: argparse.Namespace, only: str | None, previous: Path | None, placement: str, rendering: bool = True):
     """Compile, emit, check and (placement) plan every cluster; raises on bad input (2), infeasible or refused output (1)."""
     from .build import build_fleet
     from .check.model import CheckOptions
 
     options = CheckOptions(tuple(Path(d) for d in args.crds or ()), args.require_crds, args.allow_replace)
     built = build_fleet(args.fleet, only, options, previous, args.jobs, placement)
-    built.raise_if_failed()
+    built.raise_if_failed(rendering)
     return built
 
 
@@ -65,7 +65,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.previous is not None and not Path(args.previous).is_dir():
         raise InputError([Diagnostic(str(args.previous), 0, "--previous", "directory does not exist",
                                      "pass the output directory of an earlier `gpuc render`")])
-    built = _build(args, None, Path(args.previous) if args.previous else None, placement="skip")
+    # The same plan gate as render: a fleet validate passes is one render writes.
+    built = _build(args, None, Path(args.previous) if args.previous else None, placement="gate", rendering=False)
     checked = {c.name: c.checked for c in built.clusters}
     if args.output == "json":
         print(json.dumps({"ok": True, "clusters": sorted(checked), "checkedObjects": checked,
@@ -73,7 +74,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     else:
         _print_diagnostics(built.warnings, False)
         print(f"ok: {len(built.fleet.workloads)} workload(s) on {len(checked)} cluster(s) compile to "
-              f"{sum(checked.values())} object(s) that pass the checks"
+              f"{sum(checked.values())} object(s) that pass the checks, and every pod fits"
               + (f" ({len(built.warnings)} warning(s))" if built.warnings else ""))
     return EXIT_OK
 

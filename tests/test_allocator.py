@@ -15,7 +15,7 @@ from compiler.plan.allocator import (
 from compiler.plan.allocator.candidates import DeviceIndex
 from compiler.plan.allocator.planner import Planner
 from compiler.plan.allocator.search import allocate_on_node
-from compiler.plan.allocator.state import AllocationState
+from compiler.plan.allocator.state import AllocationState, ClaimResult, DeviceResult
 from compiler.plan.inventory import Device, NodeInfo, ResourceSlice, build_inventory, synthesize_for
 from compiler.plan.inventory.codec import counter_use
 
@@ -168,6 +168,54 @@ def test_counters_are_checked_within_one_search():
     assert allocate_on_node("n1", [claim("team/x", [request("gpu")])], index, state) is not None
 
 
+def test_counter_sets_resolve_across_the_pool_as_1_35_publishes_them():
+    use = (counter_use("gpu-0-counter-set", {"slices": Quantity(1)}),)
+    slices = [ResourceSlice("n1-gpu-0", GPU, "n1", 1, 2, [dev("mig-0", "mig", consumes=use), dev("mig-1", "mig", consumes=use)],
+                            node_name="n1"),
+              ResourceSlice("n1-counters-0", GPU, "n1", 1, 2, [], node_name="n1",
+                            shared_counters={"gpu-0-counter-set": {"slices": Quantity(1)}})]
+    inv = build_inventory("test", "synthesized", "resource.k8s.io/v1", slices, [NodeInfo("n1", "pool")])
+    planner = Planner(inv, CLASSES)
+    assert devices_of(planner.place(pod("m-0", claim("team/m-0-gpu", [request("m", "mig")])))) == [("m", "mig-0")]
+    assert not planner.place(pod("m-1", claim("team/m-1-gpu", [request("m", "mig")]))).placed  # the pool's set is used up
+
+
+def test_admin_access_does_not_bypass_shared_counters():
+    use = lambda n: (counter_use("gpu-0-counters", {"slices": Quantity(n)}),)  # noqa: E731
+    inv = inventory({"n1": [dev("gpu-0", consumes=use(2)), dev("mig-0", "mig", consumes=use(1), profile="1g")]},
+                    counters={"n1": {"gpu-0-counters": {"slices": 2}}})
+    planner = Planner(inv, CLASSES)
+    assert planner.place(pod("m-0", claim("team/m-0-gpu", [request("m", "mig")]))).placed
+    # Admin access ignores other allocations of gpu-0 itself, not the counters the MIG device holds.
+    admin = planner.place(pod("a-0", claim("team/a-0-gpu", [request("g", adminAccess=True)])))
+    assert not admin.placed
+    state, index = AllocationState(inv), DeviceIndex(inv, CLASSES)
+    two_admins = claim("team/x", [request("g", adminAccess=True), request("m", "mig", adminAccess=True)])
+    assert allocate_on_node("n1", [two_admins], index, state) is None  # together they need 3 of 2 slices
+
+
+def test_counters_check_every_counter_of_the_pool_not_only_the_device_s_own():
+    inv = inventory({"n1": [dev("a-0", consumes=(counter_use("cs", {"a": Quantity(3)}),)),
+                            dev("b-0", consumes=(counter_use("cs", {"b": Quantity(1)}),))]},
+                    counters={"n1": {"cs": {"a": 2, "b": 1}}})
+    state, index = AllocationState(inv), DeviceIndex(inv, CLASSES)
+    # An allocation already overdraws counter a (as after the driver republished a smaller set): like
+    # checkAvailableCounters, which compares every counter of the pool, nothing consuming counters fits.
+    state.commit([ClaimResult(claim("team/old", [request("gpu")]), "n1", (DeviceResult("gpu", 0),))])
+    b_only = claim("team/x", [request("gpu", selectors=["device.attributes['gpu.nvidia.com'].type == 'gpu'"])])
+    assert allocate_on_node("n1", [b_only], index, state) is None
+
+
+def test_an_invalid_pool_fails_exact_count_when_the_search_reaches_it():
+    slices = [ResourceSlice("n1-a", GPU, "n1", 1, 2, [dev("gpu-0")], node_name="n1"),
+              ResourceSlice("n1-b", GPU, "n1", 1, 2, [dev("gpu-0")], node_name="n1")]
+    inv = build_inventory("test", "synthesized", "resource.k8s.io/v1", slices, [NodeInfo("n1", "pool")])
+    outcome = Planner(inv, CLASSES).place(pod("w-0", claim("team/w-0-gpu", [request("gpu", count=2)])))
+    assert not outcome.placed and outcome.error  # never the same device twice in one claim
+    assert "resource pool gpu.nvidia.com/n1, which is invalid: device 'gpu-0' is published in more than one" in outcome.reason
+    assert "the driver must publish each device once" in outcome.reason
+
+
 def test_cel_errors_abort_the_pod_like_the_scheduler():
     inv = inventory({"n1": [dev("gpu-0")]})
     outcome = Planner(inv, CLASSES).place(pod("w-0", claim("team/w-0-gpu", [request("gpu", selectors=[f"{attr('index')} == 0"])])))
@@ -291,3 +339,26 @@ def test_each_unplaceable_pod_is_explained_in_its_own_workloads_name(fleet):
     plan = plan_cluster_allocation(compiled, synthesize_for(compiled))
     assert [p.pod for p in plan.unplaced] == ["b-one-0", "c-two-0"]
     assert [p.reason.split(" needs")[0] for p in plan.unplaced] == ["request 'gpu' of b-one", "request 'gpu' of c-two"]
+
+
+def test_the_claim_parser_refuses_a_request_with_both_exactly_and_first_available():
+    from compiler.plan.allocator.requests import ClaimError
+    body = {"deviceClassName": "gpu", "count": 1}
+    with pytest.raises(ClaimError, match=r"requests\[0\] has both an exact request and firstAvailable"):
+        parse_claim_spec({"devices": {"requests": [{"name": "gpu", "exactly": body, "firstAvailable": [dict(body, name="a")]}]}})
+
+
+def test_two_requests_of_one_class_sharing_a_match_attribute_get_a_specific_reason():
+    inv = inventory({"n1": [dev("gpu-0", grp=1), dev("gpu-1", grp=2)]})
+    p = pod("w-0", claim("team/w-0", [request("a"), request("b")], [{"matchAttribute": "gpu.nvidia.com/grp"}]))
+    outcome = Planner(inv, CLASSES).place(p)
+    assert not outcome.placed
+    assert outcome.reason == ("requests 'a' + 'b' of w must share gpu.nvidia.com/grp: no value of it has 2 free devices "
+                              "on one node (closest: n1 has 1 free device with gpu.nvidia.com/grp = 1, 2 needed)")
+
+
+def test_one_allocated_device_is_worded_in_the_singular():
+    planner = Planner(inventory({"n1": [dev("gpu-0")]}), CLASSES)
+    assert planner.place(pod("one-0", claim("team/one-0", [request("gpu")]))).placed
+    outcome = planner.place(pod("two-0", claim("team/two-0", [request("gpu")])))
+    assert "1 match, 1 is allocated, at most 0 free on one node" in outcome.reason

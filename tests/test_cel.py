@@ -117,6 +117,30 @@ def test_compile_errors_name_the_problem():
             compile_selector(text)
 
 
+def test_a_valid_deeply_nested_selector_compiles_and_evaluates():
+    import sys
+    limit = sys.getrecursionlimit()
+    text = "device.attributes['gpu.nvidia.com'].type == 'gpu' && (" + " || ".join(["true"] * 600) + ")"  # 4.8 KiB
+    assert run(text) is True
+    assert compile_selector(text).matches_uncached(h100(type="mig")) is False
+    assert check_expression(text) == []
+    assert sys.getrecursionlimit() == limit  # raised only while cel-python runs
+
+
+def test_nesting_beyond_what_gpuc_evaluates_is_a_clean_compile_error():
+    for text in ("!" * 3000 + "false", "(" * 400 + "true" + ")" * 400):
+        with pytest.raises(CelCompileError, match="expression too deeply nested for gpuc's CEL evaluator"):
+            compile_selector(text)
+        (problem,) = check_expression(text)
+        assert problem.code == "too-deep"
+
+
+def test_expressions_over_10_kib_are_refused_before_compiling():
+    text = " || ".join(["true"] * 2000)  # 15,996 bytes
+    with pytest.raises(CelCompileError, match="expression is 15996 bytes; the API server accepts at most 10240"):
+        compile_selector(text)
+
+
 def test_expressions_are_compiled_once():
     text = "device.driver == 'gpu.nvidia.com'"
     assert compile_selector(text) is compile_selector(text)
@@ -155,6 +179,19 @@ def test_cache_keeps_versions_with_build_metadata_apart():
     b = Dev("example.com", {"example.com": {"v": Semver.parse("1.0.0")}})
     assert selector.matches(a) is selector.matches_uncached(a)
     assert selector.matches(b) is selector.matches_uncached(b)
+
+
+def test_cache_keys_quantities_by_value_and_format():
+    # Only a rejected expression can see a quantity's text, but the memo is exact anyway: 80Gi and
+    # 85899345920 are equal quantities that print differently.
+    from compiler.cel.engine import FUNCTIONS, Selector, _environment
+    text = "string(device.capacity['gpu.nvidia.com'].memory) == '80Gi'"
+    tree = parse(text)
+    selector = Selector(text, _environment().program(tree, functions=FUNCTIONS), analyse(tree))
+    binary = Dev(GPU, {}, {GPU: {"memory": Quantity.parse("80Gi")}})
+    decimal = Dev(GPU, {}, {GPU: {"memory": Quantity.parse("85899345920")}})
+    assert selector.matches(binary) is selector.matches_uncached(binary) is True
+    assert selector.matches(decimal) is selector.matches_uncached(decimal) is False
 
 
 def test_cache_stores_errors_too():
@@ -204,6 +241,11 @@ DIFFERENTIAL_EXPRESSIONS = [
     "device.attributes[device.driver].type == 'mig'",
     "size(device.attributes) >= 2",
     "device.attributes['gpu.nvidia.com'].uuid.startsWith('GPU-1')",
+    # Whole-domain reads: the memo must key on every name and value of the domain, not on the names alone.
+    "device.attributes['gpu.nvidia.com'].exists(k, device.attributes['gpu.nvidia.com'][k] == 'H100')",
+    "device.attributes['example.com'].all(k, device.attributes['example.com'][k] != true)",
+    "device.capacity['gpu.nvidia.com'].exists(k, device.capacity['gpu.nvidia.com'][k].compareTo(quantity('80Gi')) >= 0)",
+    "device.attributes.exists(d, device.attributes[d].exists(k, device.attributes[d][k] == 0))",
 ]
 
 
@@ -234,6 +276,17 @@ PUBLISHED = Published({GPU: {"type": "string", "productName": "string", "driverV
 
 def codes(text: str) -> list[str]:
     return [p.code for p in check_expression(text, PUBLISHED)]
+
+
+def test_static_check_refuses_converting_a_quantity_or_version_to_a_string():
+    for text in ("string(device.capacity['gpu.nvidia.com'].memory) == '80Gi'",
+                 "string(quantity('1Gi')) == '1Gi'",
+                 "string(device.attributes['gpu.nvidia.com'].driverVersion) == '580.95.5'"):
+        (problem,) = check_expression(text, PUBLISHED)
+        assert problem.severity == "error" and "Kubernetes' CEL has no string() of a" in problem.message, text
+    with pytest.raises(CelCompileError, match=r"no matching overload for 'string' applied to '\(Quantity\)'"):
+        compile_selector("string(device.capacity['gpu.nvidia.com'].memory) == '80Gi'")
+    assert check_expression("string(device.attributes['gpu.nvidia.com'].index) == '0'", PUBLISHED) == []
 
 
 def test_static_check_flags_what_the_driver_never_publishes():

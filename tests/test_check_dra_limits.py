@@ -81,6 +81,54 @@ def test_zero_count_and_invalid_device_class_name():
     assert any(m.endswith("exactly.deviceClassName: device class name 'GPU Class' must be a DNS subdomain") for m in messages)
 
 
+def test_a_request_needs_exactly_one_of_exactly_and_first_available():
+    def both(c):
+        request = _request(c)["requests"][0]
+        request["firstAvailable"] = [dict(copy.deepcopy(request["exactly"]), name="a")]
+
+    def neither(c):
+        _request(c)["requests"][0].pop("exactly")
+
+    assert only(errors_after("prod-east", both)).endswith(
+        "spec.spec.devices.requests[0]: request has both `exactly` and firstAvailable; the API server requires exactly one")
+    assert only(errors_after("prod-east", neither)).endswith(
+        "spec.spec.devices.requests[0]: request has neither `exactly` nor firstAvailable; the API server requires exactly one")
+
+
+def test_a_subrequest_reference_must_name_an_existing_subrequest():
+    def damage(c):
+        devices = _request(c, "notebooks")
+        devices["constraints"][0]["requests"] = [devices["requests"][0]["name"] + "/x"]
+
+    assert only(errors_after("prod-east", damage)).endswith(
+        "constraints[0].requests[0]: request 'mig-3g-40gb' has no subrequests (it is not a firstAvailable list); "
+        "refer to it as 'mig-3g-40gb'")
+
+    def missing_sub(c):
+        request = _request(c)["requests"][0]
+        request["firstAvailable"] = [dict(request.pop("exactly"), name="large")]
+        _request(c)["constraints"] = [{"requests": ["gpu/small"], "matchAttribute": "gpu.nvidia.com/parentUUID"}]
+
+    assert any(m.endswith("constraints[0].requests[0]: request 'gpu' has no subrequest 'small' (subrequests: large)")
+               for m in [d.message for d in errors_after("prod-east", missing_sub)])
+
+
+def test_a_selector_without_cel_is_refused():
+    def damage(c):
+        _request(c)["requests"][0]["exactly"]["selectors"] = [{}]
+
+    assert only(errors_after("prod-east", damage)).endswith(
+        "exactly.selectors[0]: a selector needs `cel: {expression: ...}`; it is the only kind of DeviceSelector")
+
+
+def test_claim_template_metadata_allows_only_labels_and_annotations():
+    def damage(c):
+        find(c, "ResourceClaimTemplate", "llama-8b-chat").manifest["spec"]["metadata"] = {"name": "x", "labels": {"a": "b"}}
+
+    assert only(errors_after("prod-east", damage)).endswith(
+        "spec.metadata.name: spec.metadata of a ResourceClaimTemplate allows only labels and annotations, not 'name'")
+
+
 def test_opaque_parameters_over_10_kib():
     def damage(c):
         params = claim_devices(find(c, "ResourceClaim", "batch-embeddings"))["config"][0]["opaque"]["parameters"]
@@ -89,6 +137,16 @@ def test_opaque_parameters_over_10_kib():
     messages = [d.message for d in errors_after("prod-east", damage)]
     assert any("config[0].opaque.parameters: opaque parameters are" in m and "bytes of JSON; the API server accepts at most 10240 (10 KiB)" in m
                for m in messages)
+
+
+def test_a_deeply_nested_but_valid_selector_validates_without_a_traceback(tmp_path):
+    fleet = tmp_path / "fleet"
+    shutil.copytree(EXAMPLES, fleet)
+    path = fleet / "workloads" / "platform" / "device-classes.yaml"
+    deep = "device.attributes['gpu.nvidia.com'].type == 'gpu' && (" + " || ".join(["true"] * 600) + ")"
+    path.write_text(path.read_text() + f'    cel: ["{deep}"]\n')
+    result = gpuc("validate", fleet)
+    assert result.code == 0 and "Traceback" not in result.err and "ok: " in result.out + result.err
 
 
 def test_too_long_cel_expression_from_the_intent_is_reported_at_its_line(tmp_path):

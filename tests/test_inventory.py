@@ -116,6 +116,36 @@ def test_dynamic_mig_publishes_placements_consuming_shared_counters(fleet):
     assert "uuid" not in three[0].attributes[GPU]  # a placement has no MIG UUID until a claim creates it
 
 
+def dynamic_pool(nodes=1, count=8):
+    return {"name": "dyn", "nodes": nodes, "gpu": {"model": "H100-80GB", "count": count}, "mig": {"layout": "dynamic"}}
+
+
+@pytest.mark.parametrize("count", [8, 2])
+def test_dynamic_mig_on_1_35_keeps_counter_sets_in_slices_of_their_own(fleet, count):
+    inv = inventory(fleet, driver="0.5.0-dev", kubernetes="1.35", pools=[dynamic_pool(count=count)])
+    slices = [s for s in inv.slices if s.driver == GPU]
+    counter_slices = [s for s in slices if s.shared_counters]
+    assert counter_slices and all(not s.devices for s in counter_slices)  # 1.35: devices or sharedCounters, never both
+    assert all(len(s.shared_counters) <= 8 and all(len(c) <= 32 for c in s.shared_counters.values()) for s in counter_slices)
+    device_slices = [s for s in slices if s.devices]
+    assert all(len(s.devices) <= 64 for s in device_slices)  # any device consumes counters: at most 64
+    assert all(s.slice_count == len(slices) and s.pool == "dyn-0" for s in slices)
+    defined = {name for s in counter_slices for name in s.shared_counters}
+    assert len(defined) == count == sum(len(s.shared_counters) for s in counter_slices)  # unique in the pool
+    assert {u.counter_set for s in device_slices for d in s.devices for u in d.consumes} == defined
+    assert all(len(d.consumes) <= 2 for s in device_slices for d in s.devices)
+    assert len(gpu_devices(inv)) == count * 26
+    for item in inventory_list(inv)["items"]:
+        assert not ("devices" in item["spec"] and "sharedCounters" in item["spec"])
+        kubernetes_validate.validate(item, "1.35.0", strict=True)
+
+
+def test_dynamic_mig_slices_of_1_34_pass_the_1_34_schema(fleet):
+    inv = inventory(fleet, driver="0.5.0-dev", kubernetes="1.34", pools=[dynamic_pool()])
+    for item in inventory_list(inv)["items"]:
+        kubernetes_validate.validate(item, "1.34.0", strict=True)
+
+
 def test_partition_attributes_need_the_fabric_flavour_and_a_workload_using_it(fleet):
     pools = [{"name": "h200", "nodes": 1, "gpu": {"model": "H200-141GB", "count": 8}, "nvlink": {"partitions": [2, 4, 8]}}]
     fabric = {"dra.yaml": [workload_doc("allreduce", gpu={"fabric": {"partitionSize": 4}})]}

@@ -99,6 +99,15 @@ def test_plan_exits_1_and_says_why(fleet):
     assert report["ok"] is False and report["clusters"][0]["feasible"] is False
 
 
+def test_plan_reports_say_what_a_fit_promises(fleet):
+    text = gpuc("plan", _crowded(fleet)).out
+    assert "note: gpuc places pods largest and most constrained first" in text and '"fits" holds for that order' in text
+    assert "the real scheduler may pick a different but equivalent device or node" in text
+    cluster = json.loads(gpuc("plan", _crowded(fleet), "--output", "json").out)["clusters"][0]
+    assert cluster["placement"]["podOrder"] == "largest-and-most-constrained-first"
+    assert any("different but equivalent device" in n for n in cluster["placement"]["notes"])
+
+
 def test_render_refuses_an_infeasible_plan(fleet, tmp_path):
     out = tmp_path / "rendered"
     result = gpuc("render", _crowded(fleet), "-o", out)
@@ -108,6 +117,16 @@ def test_render_refuses_an_infeasible_plan(fleet, tmp_path):
     allowed = gpuc("render", _crowded(fleet), "-o", out, "--allow-infeasible")
     assert allowed.code == 0 and (out / "c1" / "kustomization.yaml").is_file()
     assert "warning: spec.gpu: pod llm-2 of team/llm cannot be placed" in allowed.err
+
+
+def test_validate_refuses_an_infeasible_plan_like_render(fleet):
+    result = gpuc("validate", _crowded(fleet))
+    assert result.code == 1 and "ok:" not in result.out
+    assert "workloads/w.yaml:" in result.err and "pod llm-2 of team/llm cannot be placed on cluster 'c1'" in result.err
+    assert "1 pod(s) cannot be placed on the clusters' synthesized inventories; `gpuc render` would refuse this fleet" in result.err
+    report = json.loads(gpuc("validate", _crowded(fleet), "--output", "json").out)
+    assert report["ok"] is False and report["exitCode"] == 1
+    assert any("cannot be placed on cluster 'c1'" in d["message"] for d in report["diagnostics"])
 
 
 def test_render_of_a_feasible_fleet_still_writes(tmp_path):

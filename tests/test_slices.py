@@ -160,3 +160,43 @@ def test_hostile_exports_are_refused_before_they_expand_or_recurse(fleet, tmp_pa
         load(fleet, deep)
     d = exc.value.diagnostics[0]
     assert d.line == 3 and "nested more than 64 levels" in d.message
+
+
+def _slice(name: str, pool: str, generation: int, count: int, devices: list, counters: list | None = None) -> dict:
+    spec = {"driver": GPU, "nodeName": pool, "pool": {"name": pool, "generation": generation, "resourceSliceCount": count},
+            "devices": devices}
+    if counters:
+        spec["sharedCounters"] = counters
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name}, "spec": spec}
+
+
+def _write(tmp_path: Path, items: list[dict]) -> Path:
+    path = tmp_path / "slices.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}, sort_keys=False))
+    return path
+
+
+def test_the_incomplete_pool_warning_points_at_a_current_slice_not_a_stale_one(fleet, tmp_path):
+    gpu = {"name": "gpu-0", "attributes": {"type": {"string": "gpu"}}}
+    path = _write(tmp_path, [_slice("h100-0-old", "h100-0", 1, 1, [gpu]), _slice("h100-0-new", "h100-0", 2, 2, [gpu])])
+    inv = load(fleet, path)
+    (incomplete,) = [w for w in inv.warnings if "is incomplete" in w.message]
+    lines = path.read_text().splitlines()
+    assert incomplete.line == next(i + 1 for i, line in enumerate(lines) if "h100-0-new" in line) - 3  # its `- apiVersion`
+
+
+def test_a_device_consuming_a_counter_set_its_pool_does_not_define_is_reported(fleet, tmp_path):
+    mig = {"name": "gpu-0-mig-1g10gb-19-0", "attributes": {"type": {"string": "mig"}},
+           "consumesCounters": [{"counterSet": "gpu-0-counter-set", "counters": {"memory-slice-0": {"value": "1"}}}]}
+    other = {"name": "gpu-1-mig-1g10gb-19-0", "attributes": {"type": {"string": "mig"}},
+             "consumesCounters": [{"counterSet": "gpu-1-counter-set", "counters": {"memory-slice-0": {"value": "1"}}}]}
+    counters = [{"name": "gpu-1-counter-set", "counters": {"memory-slice-0": {"value": "1"}}}]
+    path = _write(tmp_path, [_slice("h100-0-a", "h100-0", 1, 2, [mig, other]),
+                             _slice("h100-0-counters", "h100-0", 1, 2, [], counters)])
+    inv = load(fleet, path)
+    (warning,) = [w for w in inv.warnings if "counter set" in w.message]
+    assert warning.severity == "warning" and warning.path == "items[0].spec.devices[0]"
+    assert ("device 'gpu-0-mig-1g10gb-19-0' of resource pool gpu.nvidia.com/h100-0 consumes counter set "
+            "'gpu-0-counter-set', which no slice of the pool defines") in warning.message
+    # gpu-1's set sits in the pool's counter slice (the 1.35 layout): resolved across the pool, no warning.
+    assert inv.counter_sets[(GPU, "h100-0")]["gpu-1-counter-set"]["memory-slice-0"] == Quantity(1)

@@ -9,7 +9,7 @@ Shared by the offline allocator (compiler/plan/allocator) and the output checks 
 from __future__ import annotations
 
 from .analysis import Analysis, Ref, analyse
-from .engine import CelCompileError, CelEvaluationError, DeviceData, Selector, compile_selector, parse
+from .engine import CelCompileError, CelEvaluationError, DeviceData, Selector, compile_selector, nesting, parse, stack_for
 from .quantity import Quantity, QuantityError, parse_quantity
 from .semver import Semver, SemverError
 from .static import Problem, Published, cluster_problems, compile_problems
@@ -21,8 +21,9 @@ def check_expression(text: str, published: Published | None = None) -> list[Prob
         tree = parse(text)
     except CelCompileError as exc:
         return list(exc.problems)
-    analysis = analyse(tree)
-    problems = compile_problems(tree, analysis)
+    with stack_for(nesting(tree)):
+        analysis = analyse(tree)
+        problems = compile_problems(tree, analysis)
     if published is not None:
         problems.extend(cluster_problems(analysis, published))
     return problems

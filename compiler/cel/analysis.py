@@ -43,6 +43,18 @@ class Comparison:
     literal: str  # string | int | uint | float | bool | null | bytes
 
 
+@dataclass(frozen=True)
+class Conversion:
+    """`string(x)`, `int(x)`, ...: the argument, and the device value it is when it is exactly one."""
+
+    function: str
+    argument: Tree
+    ref: Ref | None
+
+
+CONVERSIONS = frozenset({"string", "int", "uint", "double", "bytes", "bool"})
+
+
 @dataclass
 class Analysis:
     refs: set[Ref] = field(default_factory=set)  # everything the result can depend on
@@ -50,6 +62,7 @@ class Analysis:
     calls: set[tuple[str, bool]] = field(default_factory=set)  # (name, is_method)
     unbound: set[str] = field(default_factory=set)
     comparisons: list[Comparison] = field(default_factory=list)
+    conversions: list[Conversion] = field(default_factory=list)
 
 
 _OPERATORS = {"relation_eq": "==", "relation_ne": "!=", "relation_lt": "<", "relation_le": "<=",
@@ -163,6 +176,8 @@ def _walk_member(node: Tree, bound: frozenset[str], in_has: bool, out: Analysis)
                 _walk(expr, bound, True, out)
         else:
             out.calls.add((fname, False))
+            if fname in CONVERSIONS:
+                out.conversions.extend(Conversion(fname, e, _device_value(e, bound)) for e in _exprs(args))
             if args is not None:
                 _walk(args, bound, in_has, out)
     else:

@@ -5,20 +5,27 @@ selector reads (every H100 has the same productName and memory). Each compiled s
 keeps a memo keyed by the values of exactly the device fields its syntax tree references
 (`analysis.Ref`); devices that agree on them get the stored result (true, false or the evaluation
 error) without running cel-python again. The key is exact: bools are tagged so that `true` and `1`
-never share an entry, versions are keyed by their full text.
+never share an entry, versions are keyed by their full text, quantities by value and format (which
+decide their text: 80Gi and 85899345920 are equal but print differently), and a whole-domain read
+by every name and value of the domain.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Protocol
+import sys
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Protocol
 
 import celpy
 from celpy import celtypes
 from celpy.evaluation import CELEvalError
+from lark import Tree
 
+from ..facts.platform import dra_limits
 from .analysis import WHOLE_DEVICE, Analysis, Ref, analyse
 from .library import FUNCTIONS, activation
+from .quantity import Quantity
 from .semver import Semver
 from .static import Problem, compile_problems
 
@@ -61,6 +68,8 @@ def _tag(value: Any) -> Any:
         return ("bool", value)
     if cls is Semver:
         return ("semver", str(value))
+    if cls is Quantity:
+        return ("quantity", value.value, value.format)
     return value
 
 
@@ -80,7 +89,7 @@ def _getter(ref: Ref) -> Callable[[DeviceData], Any] | None:
         return lambda d: _freeze(getattr(d, field).get(domain))
     if field == "attributes":
         return lambda d: _tag(d.attributes.get(domain, _EMPTY).get(name, _MISSING))
-    return lambda d: d.capacity.get(domain, _EMPTY).get(name, _MISSING)
+    return lambda d: _tag(d.capacity.get(domain, _EMPTY).get(name, _MISSING))
 
 
 def _key_function(analysis: Analysis) -> Callable[[DeviceData], Any] | None:
@@ -101,11 +110,12 @@ def _key_function(analysis: Analysis) -> Callable[[DeviceData], Any] | None:
 class Selector:
     """One compiled expression with its memo. Use `compile_selector` to get the shared instance."""
 
-    __slots__ = ("text", "analysis", "_runner", "_key", "_memo")
+    __slots__ = ("text", "analysis", "depth", "_runner", "_key", "_memo")
 
-    def __init__(self, text: str, runner: celpy.Runner, analysis: Analysis) -> None:
+    def __init__(self, text: str, runner: celpy.Runner, analysis: Analysis, depth: int = 0) -> None:
         self.text = text
         self.analysis = analysis
+        self.depth = depth  # syntax-tree depth: how much Python stack cel-python's evaluation needs
         self._runner = runner
         self._key = _key_function(analysis)
         self._memo: dict[Any, bool | _Failure] = {}
@@ -135,7 +145,10 @@ class Selector:
 
     def _run(self, device: DeviceData) -> bool | _Failure:
         try:
-            value = self._runner.evaluate(activation(device))
+            with stack_for(self.depth):
+                value = self._runner.evaluate(activation(device))
+        except RecursionError:
+            return _Failure(TOO_DEEP.format(depth=self.depth, limit=MAX_NESTING))
         except CELEvalError as exc:
             return _Failure(_describe(exc))
         except (TypeError, ValueError, KeyError, AttributeError, ZeroDivisionError) as exc:
@@ -175,14 +188,65 @@ def _environment() -> celpy.Environment:
     return _ENVIRONMENT
 
 
-def parse(text: str) -> Any:
-    """The cel-python syntax tree; raises CelCompileError on a syntax error."""
+# cel-python and lark walk the syntax tree recursively, about six Python frames per level: 600 terms
+# of `a || b || ...` (4.8 KiB, a valid selector) are 620 levels, past Python's default limit of 1000
+# frames. The stack is raised for deep expressions while cel-python runs; beyond MAX_NESTING levels
+# (only reachable with contrived nesting: 10 KiB of `||` terms is about 1,300) gpuc refuses cleanly.
+MAX_NESTING = 2500
+_FRAMES_PER_LEVEL = 8
+TOO_DEEP = ("expression too deeply nested for gpuc's CEL evaluator (syntax-tree depth {depth}, gpuc evaluates up to "
+            "{limit}); split it into several selectors (a device must match all of them)")
+
+
+def nesting(tree: Any) -> int:
+    """Depth of a syntax tree, found without recursion."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((c, depth + 1) for c in node.children if isinstance(c, Tree))
+    return deepest
+
+
+@contextmanager
+def stack_for(depth: int) -> Iterator[None]:
+    """Python's recursion limit raised enough for a tree of `depth` levels, only while the block runs."""
+    needed = depth * _FRAMES_PER_LEVEL + 1000
+    old = sys.getrecursionlimit()
+    if needed <= old:
+        yield
+        return
+    sys.setrecursionlimit(needed)
     try:
-        return _environment().compile(text)
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
+def _refuse(text: str, code: str, message: str) -> CelCompileError:
+    return CelCompileError(text, [Problem("error", code, message)])
+
+
+def parse(text: str) -> Any:
+    """The cel-python syntax tree; raises CelCompileError on a syntax error, an expression longer than the API
+    server compiles, or one nested deeper than gpuc can evaluate."""
+    limit = dra_limits()["celExpressionLength"]
+    size = len(text.encode("utf-8"))
+    if size > limit:  # the API server reports the length and does not compile it
+        raise _refuse(text, "too-long", f"expression is {size} bytes; the API server accepts at most {limit} and does not compile it")
+    try:
+        with stack_for(MAX_NESTING):
+            tree = _environment().compile(text)
     except celpy.CELParseError as exc:
         where = f" at line {exc.line}, column {exc.column}" if getattr(exc, "line", None) else ""
         first = str(exc.args[0]).splitlines()[0] if exc.args else "syntax error"
-        raise CelCompileError(text, [Problem("error", "syntax", f"syntax error{where}: {first}")]) from None
+        raise _refuse(text, "syntax", f"syntax error{where}: {first}") from None
+    except RecursionError:
+        raise _refuse(text, "too-deep", TOO_DEEP.format(depth=f"over {MAX_NESTING}", limit=MAX_NESTING)) from None
+    depth = nesting(tree)
+    if depth > MAX_NESTING:
+        raise _refuse(text, "too-deep", TOO_DEEP.format(depth=depth, limit=MAX_NESTING))
+    return tree
 
 
 def compile_selector(text: str) -> Selector:
@@ -190,10 +254,12 @@ def compile_selector(text: str) -> Selector:
     selector = _CACHE.get(text)
     if selector is None:
         tree = parse(text)
-        analysis = analyse(tree)
-        errors = [p for p in compile_problems(tree, analysis) if p.severity == "error"]
-        if errors:
-            raise CelCompileError(text, errors)
-        runner = _environment().program(tree, functions=FUNCTIONS)
-        selector = _CACHE[text] = Selector(text, runner, analysis)
+        depth = nesting(tree)
+        with stack_for(depth):
+            analysis = analyse(tree)
+            errors = [p for p in compile_problems(tree, analysis) if p.severity == "error"]
+            if errors:
+                raise CelCompileError(text, errors)
+            runner = _environment().program(tree, functions=FUNCTIONS)
+        selector = _CACHE[text] = Selector(text, runner, analysis, depth)
     return selector

@@ -63,10 +63,22 @@ def compile_problems(tree: Tree, analysis: Analysis) -> list[Problem]:
                                     "but gpuc's evaluator does not implement it, so gpuc cannot evaluate this selector"))
         else:
             problems.append(Problem("error", "undeclared", f"undeclared reference to function '{name}'"))
+    for conversion in analysis.conversions:
+        kind = result_kind(conversion.argument)
+        if kind in ("Quantity", "Semver"):
+            problems.append(_no_conversion(conversion.function, kind, conversion.ref))
     kind = result_kind(tree)
     if kind not in ("bool", "dyn"):
         problems.append(Problem("error", "not-bool", f"a selector must evaluate to bool; this expression is a {kind}"))
     return problems
+
+
+def _no_conversion(function: str, kind: str, ref: Ref | None) -> Problem:
+    """Kubernetes' CEL libraries define no conversion of a Quantity or Semver to a string or number."""
+    how = "q.compareTo(quantity('80Gi')) == 0, or asInteger()" if kind == "Quantity" else \
+        "v.compareTo(semver('1.2.3')) == 0, or major()/minor()/patch()"
+    return Problem("error", "undeclared", f"found no matching overload for '{function}' applied to '({kind})': Kubernetes' "
+                   f"CEL has no {function}() of a {kind}; compare it instead: {how}", ref)
 
 
 def result_kind(tree: Tree) -> str:
@@ -134,7 +146,13 @@ def cluster_problems(analysis: Analysis, published: Published) -> list[Problem]:
             if not known:
                 problems.append(Problem("error", "unpublished", f"{what} {ref} is not published by this driver version; "
                                         "reading it fails evaluation on every device", ref))
+    for conversion in analysis.conversions:
+        ref = conversion.ref
+        if ref is not None and ref.field == "attributes" and ref.domain is not None and ref.name is not None \
+                and published.attributes.get(ref.domain, {}).get(ref.name) == "version":
+            problems.append(_no_conversion(conversion.function, "Semver", ref))
     for cmp in analysis.comparisons:
+
         ref = cmp.ref
         if ref.field == "capacity" and cmp.literal in ("int", "uint", "float", "string"):
             problems.append(Problem("error", "type", f"capacity {ref} is a quantity; `{cmp.operator}` against a {cmp.literal} "

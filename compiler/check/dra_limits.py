@@ -55,6 +55,7 @@ class _Claim:
     def __init__(self, obj, base: tuple, devices: dict[str, Any], limits: dict[str, int]) -> None:
         self.obj, self.base, self.devices, self.limits = obj, base, devices, limits
         self.out: list[Finding] = []
+        self.flat = str(obj.manifest.get("apiVersion", "")).endswith("/v1beta1")
 
     def add(self, path: tuple, message: str, hint: str = "") -> None:
         self.out.append(Finding(self.obj, self.base + path, message, hint))
@@ -89,6 +90,7 @@ class _Claim:
                 continue
             name = request.get("name")
             self._name(("requests", i, "name"), name, names, "request")
+            self._request_kind(i, request)
             body = request_body(request)
             subrequests = as_list(request.get("firstAvailable"))  # beside `exactly`, in every version
             if subrequests:
@@ -114,6 +116,22 @@ class _Claim:
             self.add(("requests",), f"the requests ask for {total} devices in total (sum of counts); a claim can be allocated at most {limit}",
                      "split the devices over several claims, or lower the counts")
         return names
+
+    def _request_kind(self, i: int, request: dict[str, Any]) -> None:
+        """A request is either one exact request or a firstAvailable list, never both or neither."""
+        alternatives = request.get("firstAvailable") is not None
+        if self.flat:  # v1beta1: the exact request's fields sit on the request itself
+            exact, what = request.get("deviceClassName") is not None, "deviceClassName (an exact request)"
+        else:
+            exact, what = request.get("exactly") is not None, "`exactly`"
+        if exact and alternatives:
+            self.add(("requests", i), f"request has both {what} and firstAvailable; the API server requires exactly one",
+                     "keep `firstAvailable` for alternatives in order of preference, or the exact request alone")
+        elif not exact and not alternatives and not self.flat and "deviceClassName" not in request:
+            # (v1beta1 requires deviceClassName in its schema; exact fields written flat under v1 are the
+            # schema check's finding, field by field with the hint to nest them)
+            self.add(("requests", i), f"request has neither {what} nor firstAvailable; the API server requires exactly one",
+                     "put deviceClassName, selectors and count under `exactly`")
 
     def _name(self, path: tuple, name: Any, seen: set[str], what: str) -> None:
         if not isinstance(name, str) or not DNS_LABEL.fullmatch(name):
@@ -156,9 +174,8 @@ class _Claim:
         for k, ref in enumerate(as_list(refs)):
             if not isinstance(ref, str) or ref.count("/") > 1:
                 self.add(path + (k,), f"{ref!r} must name a request as <request> or <request>/<subrequest>")
-            elif ref not in names and ref.split("/")[0] not in names:
-                known = ", ".join(sorted(n for n in names if "/" not in n)) or "none"
-                self.add(path + (k,), f"no request named '{ref}' in this claim (requests: {known})")
+            elif ref not in names:
+                self.add(path + (k,), _unknown_reference(ref, names))
 
     def _constraint(self, i: int, c: dict[str, Any], names: set[str]) -> None:
         self._references(("constraints", i, "requests"), c.get("requests"), names)
@@ -171,8 +188,23 @@ class _Claim:
                 self.add(("constraints", i, f), problem)
 
 
+def _unknown_reference(ref: str, names: set[str]) -> str:
+    """Why `ref` names nothing: no such request, or a subrequest its request does not have."""
+    request, _, sub = ref.partition("/")
+    if request not in names:
+        known = ", ".join(sorted(n for n in names if "/" not in n)) or "none"
+        return f"no request named '{request}' in this claim (requests: {known})"
+    subs = sorted(n.split("/", 1)[1] for n in names if n.startswith(request + "/"))
+    if not subs:
+        return f"request '{request}' has no subrequests (it is not a firstAvailable list); refer to it as '{request}'"
+    return f"request '{request}' has no subrequest '{sub}' (subrequests: {', '.join(subs)})"
+
+
 def check_selector(obj, path: tuple, selector: Any, limits: dict[str, int]) -> Iterable[Finding]:
     if not isinstance(selector, dict) or not isinstance(selector.get("cel"), dict):
+        # DeviceSelector has one field, `cel`; the API server refuses a selector without it.
+        yield Finding(obj, path, "a selector needs `cel: {expression: ...}`; it is the only kind of DeviceSelector",
+                      "remove the empty selector, or write the condition as a CEL expression")
         return
     expression = selector["cel"].get("expression")
     if not isinstance(expression, str) or not expression.strip():
@@ -197,11 +229,29 @@ def check_opaque(obj, path: tuple, opaque: dict[str, Any], limits: dict[str, int
                       f"opaque parameters are {size} bytes of JSON; the API server accepts at most {limits['opaqueParametersBytes']} (10 KiB)")
 
 
+TEMPLATE_METADATA = ("labels", "annotations")
+
+
+def check_template_metadata(obj) -> Iterable[Finding]:
+    """A ResourceClaimTemplate's spec.metadata may only carry labels and annotations for the claims it creates
+    (the schema allows any ObjectMeta field; the API server refuses the others)."""
+    spec = obj.manifest.get("spec")
+    metadata = spec.get("metadata") if isinstance(spec, dict) else None
+    if not isinstance(metadata, dict):
+        return
+    for key in metadata:
+        if key not in TEMPLATE_METADATA:
+            yield Finding(obj, ("spec", "metadata", key), f"spec.metadata of a ResourceClaimTemplate allows only labels and "
+                          f"annotations, not {key!r}", "the claim's name comes from the pod; remove the field")
+
+
 def check_dra_limits(ctx: ClusterContext) -> Iterable[Finding]:
     limits = dra_limits()
     for obj in ctx.objects:
         if not obj.api_version.startswith("resource.k8s.io/"):
             continue
+        if obj.kind == "ResourceClaimTemplate":
+            yield from check_template_metadata(obj)
         if obj.kind in CLAIM_KINDS:
             found = claim_devices(obj.manifest)
             if found is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..plan.allocator import AllocationPlan, PodOutcome
+from ..plan.allocator.result import PLACEMENT_NOTES
 
 
 def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
@@ -44,6 +45,7 @@ def plan_text(plan: AllocationPlan) -> str:
     if not plan.feasible:
         lines += ["", "  cannot be placed:"]
         lines += [f"    {p.workload} {p.pod}: {p.reason}" for p in plan.unplaced]
+    lines += [""] + [f"  note: {note}" for note in PLACEMENT_NOTES]
     return "\n".join(lines) + "\n"
 
 

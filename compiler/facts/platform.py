@@ -42,6 +42,29 @@ def dra_limits() -> dict[str, int]:
 
 
 @dataclass(frozen=True)
+class SliceLayout:
+    """How a DRA driver may split a pool into ResourceSlices on one Kubernetes version (None: no limit)."""
+
+    separate_counters: bool  # counter sets in slices of their own (1.35+), not beside their devices
+    devices: int
+    devices_with_counters: int  # when any device of the slice consumes counters
+    counter_sets: int | None
+    shared_counters: int | None  # summed over a slice's counter sets
+    counters_per_set: int
+    consumed_counters: int | None  # summed over a slice's devices
+
+
+def slice_layout(kubernetes: str) -> SliceLayout:
+    """The layout rules of the newest entry at or before `kubernetes` ("1.35")."""
+    table = load_table("kubernetes")["sliceLayout"]
+    minor = int(kubernetes.split(".")[1])
+    key = max((k for k in table if int(k.split(".")[1]) <= minor), key=lambda k: int(k.split(".")[1]), default=min(table))
+    e = table[key]
+    return SliceLayout(e["separateCounters"], e["devices"], e["devicesWithCounters"], e["counterSets"],
+                       e["sharedCounters"], e["countersPerSet"], e["consumedCounters"])
+
+
+@dataclass(frozen=True)
 class ObjectMetaRules:
     name_format: dict[str, str]  # kind -> dnsLabel | dnsSubdomain
     annotations_total_bytes: int

@@ -51,6 +51,9 @@ class DeviceIndex:
         self.node_of: list[str | None] = [d.node_name or slices[d.slice_index].node_name for d in inventory.devices]
         self._bound_pools: dict[str, list[tuple[str, str]]] = {}
         self._floating_slices = [s for s in slices if s.node_name is None]
+        invalid = {key for key, pool in inventory.pools.items() if pool.invalid}
+        # Devices of pools that repeat a device name: the search fails when it reaches one (usually empty).
+        self.invalid_devices = frozenset(d.index for d in inventory.devices if invalid and inventory.pool_of(d) in invalid)
         for s in slices:
             if s.node_name is not None:
                 keys = self._bound_pools.setdefault(s.node_name, [])

@@ -141,7 +141,8 @@ def _option_problem(who: str, option: Option, nodes: list[str], index: DeviceInd
     if top < need:
         used = sum(1 for d in match.devices if state.in_use[d])
         where = f" ({max(free, key=lambda n: (free[n], n))})" if top else ""
-        return (f"{what} needs {_devices(need, 'free ')} on one node: {len(match.devices)} match, {used} are allocated, "
+        return (f"{what} needs {_devices(need, 'free ')} on one node: {len(match.devices)} match, {used} "
+                f"{'is' if used == 1 else 'are'} allocated, "
                 f"at most {top} free on one node{where}")
     return ""
 
@@ -165,30 +166,43 @@ def _label(request: Request, index: DeviceIndex) -> str:
 def _constraint_problem(who: str, claim: PodClaim, constraint: Constraint, nodes: list[str], index: DeviceIndex,
                         state: AllocationState) -> str:
     requests = [r for r in claim.spec.requests if any(constraint.applies(o.name) for o in r.options)]  # type: ignore[union-attr]
-    groups: dict[tuple, Counter] = {}
+    # (node, value) -> free devices per request, and all distinct ones: requests of one class see the same
+    # devices, so each request having enough is not enough, they need that many different devices together.
+    groups: dict[tuple, tuple[Counter, set[int]]] = {}
     for request in requests:
         option = request.options[0]
         for node in nodes:
             for d in _free(index, state, option, node):
                 value = index.inventory.devices[d].attribute(constraint.attribute)
                 if value is not None:
-                    groups.setdefault((node, typed_value(value)), Counter())[request.name] += 1
+                    counts, devices = groups.setdefault((node, typed_value(value)), (Counter(), set()))
+                    counts[request.name] += 1
+                    devices.add(d)
     needs = {r.name: _need(r.options[0]) for r in requests}
-    if any(all(counts[name] >= n for name, n in needs.items()) for counts in groups.values()):
+    total = sum(needs.values())
+    if any(_holds(g, needs, total) for g in groups.values()):
         return ""
     mix = " + ".join(_label(r, index) for r in requests)
-    closest = max(groups.items(), key=lambda kv: (sum(kv[1][n] >= c for n, c in needs.items()), kv[0][0]), default=None)
+    closest = max(groups.items(), key=lambda kv: (sum(kv[1][0][n] >= c for n, c in needs.items()), len(kv[1][1]), kv[0][0]),
+                  default=None)
     hint = ""
     if closest is not None:
-        missing = [_label(r, index) for r in requests if closest[1][r.name] < needs[r.name]]
-        hint = f" (closest: one on {closest[0][0]} lacks {', '.join(missing)})"
+        (node, (_, value)), (counts, devices) = closest
+        missing = [_label(r, index) for r in requests if counts[r.name] < needs[r.name]]
+        hint = (f" (closest: one on {node} lacks {', '.join(missing)})" if missing else
+                f" (closest: {node} has {_devices(len(devices), 'free ')} with {constraint.attribute} = {value}, {total} needed)")
     attribute = constraint.attribute
     if attribute.endswith("/parentUUID"):
         return f"MIG mix of {who} needs {mix} on one GPU: no GPU has all of them free{hint}"
     if re.search(r"/partition\d+$", attribute):
-        total = sum(needs.values())
         return f"{who} needs {total} GPUs in one NVLink partition ({attribute}): no partition has {total} free{hint}"
-    return f"requests {mix} of {who} must share {attribute}: no value of it has enough free devices{hint}"
+    return f"requests {mix} of {who} must share {attribute}: no value of it has {total} free devices on one node{hint}"
+
+
+def _holds(group: tuple[Counter, set[int]], needs: dict[str, int], total: int) -> bool:
+    """Every request has enough devices with this value, and together they have enough distinct ones."""
+    counts, devices = group
+    return all(counts[name] >= n for name, n in needs.items()) and len(devices) >= total
 
 
 def explain(who: str, claims: list[PodClaim], nodes: list[str], index: DeviceIndex, state: AllocationState) -> str:

@@ -121,6 +121,8 @@ def _request(raw: Any, where: str) -> Request:
     if not isinstance(name, str) or not name:
         raise ClaimError(f"{where}.name is required")
     alternatives = _items(raw.get("firstAvailable"), f"{where}.firstAvailable")
+    if alternatives and (raw.get("exactly") is not None or raw.get("deviceClassName") is not None):
+        raise ClaimError(f"{where} has both an exact request and firstAvailable; the API server requires exactly one")
     if alternatives:
         options = tuple(_option(f"{name}/{_mapping(sub, f'{where}.firstAvailable[{i}]').get('name')}", sub,
                                 f"{where}.firstAvailable[{i}]", allow_admin=False) for i, sub in enumerate(alternatives))

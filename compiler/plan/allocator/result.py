@@ -95,6 +95,17 @@ class PoolUsage:
                 "devices": self.devices, "devicesUsed": self.devices_used}
 
 
+# What a plan promises, said in every report (issue 4: "the real scheduler may pick a different but
+# equivalent device: say so in the report"). The order is planner.placement_order.
+POD_ORDER = "largest-and-most-constrained-first"
+PLACEMENT_NOTES = (
+    "gpuc places pods largest and most constrained first (most devices, then matchAttribute constraints), "
+    "so \"fits\" holds for that order; pods arriving in another order can fragment nodes differently",
+    "devices and nodes are taken in a fixed documented order; the real scheduler may pick a different but "
+    "equivalent device or node",
+)
+
+
 @dataclass(frozen=True)
 class AllocationPlan:
     cluster: str
@@ -125,5 +136,6 @@ class AllocationPlan:
             "inventory": {"source": self.inventory, "nodes": self.nodes, "devices": self.devices},
             "pods": [p.as_dict() for p in self.pods],
             "pools": [p.as_dict() for p in self.pools],
+            "placement": {"podOrder": POD_ORDER, "notes": list(PLACEMENT_NOTES)},
             "warnings": [w.as_dict() for w in self.warnings],
         }

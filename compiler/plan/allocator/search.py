@@ -6,8 +6,9 @@ backtracking. Like the 1.35 allocator, a request's next device is searched after
 one: the first solution is the same as 1.34's permutation search finds, without revisiting
 orderings of the same devices. `All` takes every matching device of the node or fails; matchAttribute
 constraints, shared counters and devices already in use refuse a device; admin access ignores
-other allocations. Errors the scheduler treats as fatal (a CEL evaluation error on a device the
-search reaches, an incomplete pool under All) raise AllocationError.
+other allocations of the device, but not its shared counters. Errors the scheduler treats as fatal
+(a CEL evaluation error on a device the search reaches, an invalid pool the search reaches, an
+incomplete pool under All) raise AllocationError.
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ class _Search:
         self.steps = [(ci, r) for ci, c in enumerate(claims) for r in c.spec.requests]  # type: ignore[union-attr]
         self.taking: dict[int, int] = {}  # device -> how many picks of this call hold it
         self.claim_taking: set[tuple[int, int]] = set()  # (claim, device)
-        self.counter_use: dict[tuple[int, str, str], Any] = {}
+        self.counter_use: dict[tuple[tuple[str, str], str, str], Any] = {}  # (pool, set, counter) -> used by this call
+        self.invalid = index.invalid_devices
         self.picked: list[list[DeviceResult]] = [[] for _ in claims]
         self.matches = [[_Match(c) for c in claim.spec.constraints] for claim in claims]  # type: ignore[union-attr]
 
@@ -96,6 +98,8 @@ class _Search:
         errors = self.index.match(option).errors
         for pos in range(start, len(candidates) - remaining + 1):
             d = candidates[pos]
+            if self.invalid and d in self.invalid:
+                raise AllocationError(self._invalid_pool(option, d))
             if not self._available(ci, option, d):
                 continue
             if d in errors:
@@ -105,6 +109,13 @@ class _Search:
                     return True
                 self._release(ci, option, d)
         return False
+
+    def _invalid_pool(self, option: Option, d: int) -> str:
+        pool = self.index.inventory.pools[self.index.inventory.pool_of(self.devices[d])]
+        return (f"request '{option.name}' reached resource pool {pool.driver}/{pool.name}, which is invalid: device "
+                f"'{pool.duplicate}' is published in more than one of its slices, and the scheduler fails the pod when "
+                "its search reaches an invalid pool; the driver must publish each device once (re-export the slices "
+                "after the driver has settled, or restart its kubelet plugin on that node)")
 
     def _all(self, ci: int, option: Option, k: int) -> bool:
         for pool in self.index.node_pools(self.node):
@@ -133,7 +144,7 @@ class _Search:
 
     def _take(self, ci: int, option: Option, d: int, must: bool) -> bool:
         device = self.devices[d]
-        counted = device.consumes and not option.admin_access
+        counted = bool(device.consumes)  # admin access too: it ignores other allocations, not the counters
         if counted and not self._consume(device):
             return False
         added = []
@@ -167,29 +178,36 @@ class _Search:
         for m in self.matches[ci]:
             if m.constraint.applies(option.name):
                 m.count -= 1
-        if device.consumes and not option.admin_access:
+        if device.consumes:
             self._unconsume(device)
 
     def _consume(self, device: Device) -> bool:
-        left = self.state.counters(device.slice_index)
-        for use in device.consumes:
-            available = left.get(use.counter_set)
-            if available is None:
-                return False
-            for name, quantity in use.counters:
-                if available.get(name, 0) - self.counter_use.get((device.slice_index, use.counter_set, name), 0) < quantity.value:
+        """Add the device's counters to this call's use, and keep them only if no counter of any set of the
+        pool is then over-committed: like `checkAvailableCounters`, which checks every counter of the pool,
+        not only the device's own (an allocated state that already overdraws one blocks them all). A set or
+        counter the pool does not define limits nothing, as there (the slices loader warns about it)."""
+        pool = self.index.inventory.pool_of(device)
+        left = self.state.counters(pool)
+        use = self.counter_use
+        for key, amount in _uses(device, pool, left):
+            use[key] = use.get(key, 0) + amount
+        for set_name, counters in left.items():
+            for name, available in counters.items():
+                if available < use.get((pool, set_name, name), 0):
+                    self._unconsume(device)
                     return False
-        for use in device.consumes:
-            for name, quantity in use.counters:
-                key = (device.slice_index, use.counter_set, name)
-                self.counter_use[key] = self.counter_use.get(key, 0) + quantity.value
         return True
 
     def _unconsume(self, device: Device) -> None:
-        for use in device.consumes:
-            for name, quantity in use.counters:
-                key = (device.slice_index, use.counter_set, name)
-                self.counter_use[key] -= quantity.value
+        pool = self.index.inventory.pool_of(device)
+        for key, amount in _uses(device, pool, self.state.counters(pool)):
+            self.counter_use[key] -= amount
+
+
+def _uses(device: Device, pool: tuple[str, str], left: dict) -> list[tuple[tuple[tuple[str, str], str, str], Any]]:
+    """(pool, set, counter) and amount of each counter the device consumes that its pool defines."""
+    return [((pool, u.counter_set, name), q.value) for u in device.consumes if u.counter_set in left
+            for name, q in u.counters if name in left[u.counter_set]]
 
 
 def allocate_on_node(node: str, claims: list[PodClaim], index: DeviceIndex, state: AllocationState) -> list[ClaimResult] | None:

@@ -1,6 +1,6 @@
 """Allocator state: what is allocated so far, kept apart from the search that reads it.
 
-Like `structured.AllocatedState` in Kubernetes: the devices in use, the shared counters each slice
+Like `structured.AllocatedState` in Kubernetes: the devices in use, the shared counters each pool
 has left, and the shared ResourceClaims already allocated (pinned to their node). The search never
 writes here; a successful placement is applied with `commit`.
 """
@@ -33,7 +33,7 @@ class AllocationState:
         self.inventory = inventory
         self.in_use = bytearray(len(inventory.devices))
         self.pinned: dict[str, ClaimResult] = {}  # shared claim key -> its allocation
-        self._counters: dict[int, dict[str, dict[str, int | Fraction]]] = {}
+        self._counters: dict[tuple[str, str], dict[str, dict[str, int | Fraction]]] = {}
         # Devices not in use, per node they are bound to (None: node-independent slices), any driver: a node
         # with fewer than a pod needs is skipped without a search.
         self._free: dict[str | None, int] = {}
@@ -48,12 +48,13 @@ class AllocationState:
         """An upper bound of the devices still free for a pod on `node`."""
         return self._free.get(node, 0) + self._free.get(None, 0)
 
-    def counters(self, slice_index: int) -> dict[str, dict[str, int | Fraction]]:
-        """What is left of a slice's shared counters (counter sets are per slice in 1.34)."""
-        left = self._counters.get(slice_index)
+    def counters(self, pool: tuple[str, str]) -> dict[str, dict[str, int | Fraction]]:
+        """What is left of a resource pool's shared counters, per counter set. May go negative, as in the
+        scheduler; a 1.34 slice keeps its sets beside its devices, a 1.35 pool in slices of their own."""
+        left = self._counters.get(pool)
         if left is None:
-            shared = self.inventory.slices[slice_index].shared_counters
-            left = self._counters[slice_index] = {name: {c: q.value for c, q in counters.items()} for name, counters in shared.items()}
+            shared = self.inventory.counter_sets.get(pool, {})
+            left = self._counters[pool] = {name: {c: q.value for c, q in counters.items()} for name, counters in shared.items()}
         return left
 
     def commit(self, results: list[ClaimResult]) -> None:
@@ -61,14 +62,17 @@ class AllocationState:
         for result in results:
             for picked in result.devices:
                 if picked.admin:
-                    continue  # admin access is not an allocation others have to respect
+                    # Not an allocation others respect: the scheduler leaves admin-access results out of the
+                    # allocated devices, so they neither block the device nor hold its counters afterwards.
+                    continue
                 self.in_use[picked.device] = 1
                 device = devices[picked.device]
                 self._free[self._node(device)] -= 1
+                pool = self.inventory.pool_of(device) if device.consumes else None
                 for use in device.consumes:
-                    left = self.counters(device.slice_index).get(use.counter_set)
-                    if left is not None:
-                        for name, quantity in use.counters:
-                            left[name] = left.get(name, 0) - quantity.value
+                    left = self.counters(pool).get(use.counter_set)  # type: ignore[arg-type]
+                    for name, quantity in use.counters:
+                        if left is not None and name in left:  # counters no set defines limit nothing
+                            left[name] -= quantity.value
             if result.claim.shared:
                 self.pinned[result.claim.key] = result

@@ -282,9 +282,12 @@ def _nodes(slices: list[ResourceSlice], cluster: ResolvedCluster, labels: dict[s
     return sorted(nodes, key=lambda n: (order.get(n.pool or "", len(order)), natural_key(n.name)))
 
 
-def _pool_warnings(inventory: Inventory, slices: list[ResourceSlice], locate: Callable[[ResourceSlice, str, str], Diagnostic]) -> list[Diagnostic]:
+Locate = Callable[..., Diagnostic]  # (slice, message, hint, path inside the slice=()) -> warning
+
+
+def _pool_warnings(inventory: Inventory, slices: list[ResourceSlice], locate: Locate) -> list[Diagnostic]:
     first: dict[tuple[str, str], ResourceSlice] = {}
-    for s in slices:
+    for s in inventory.slices:  # the current generation: a stale slice is not where the pool's state shows
         first.setdefault((s.driver, s.pool), s)
     out = []
     stale = [s for s in slices if s.generation < inventory.pools[(s.driver, s.pool)].generation]
@@ -297,9 +300,32 @@ def _pool_warnings(inventory: Inventory, slices: list[ResourceSlice], locate: Ca
         if pool.invalid:
             out.append(locate(s, f"resource pool {pool.driver}/{pool.name} is invalid: device '{pool.duplicate}' appears in "
                                  "more than one of its slices", "the scheduler refuses to allocate from an invalid pool"))
+    out.extend(_undefined_counter_sets(inventory, locate))
     for s in stale:
         out.append(locate(s, f"slice {s.name} belongs to generation {s.generation} of pool {s.driver}/{s.pool}; "
                              f"generation {inventory.pools[(s.driver, s.pool)].generation} replaces it", "ignored, as the scheduler does"))
+    return out
+
+
+def _undefined_counter_sets(inventory: Inventory, locate: Locate) -> list[Diagnostic]:
+    """A device that consumes a counter set no current slice of its pool defines: the scheduler then does
+    not limit it by those counters at all, so the device can be over-committed."""
+    found: dict[tuple[tuple[str, str], str], list[tuple[ResourceSlice, int, str]]] = {}
+    for s in inventory.slices:
+        defined = inventory.counter_sets.get((s.driver, s.pool), {})
+        for i, d in enumerate(s.devices):
+            for use in d.consumes:
+                if use.counter_set not in defined:
+                    found.setdefault(((s.driver, s.pool), use.counter_set), []).append((s, i, d.name))
+    out = []
+    for ((driver, pool), counter_set), devices in found.items():
+        s, i, name = devices[0]
+        more = f" (and {len(devices) - 1} more device(s))" if len(devices) > 1 else ""
+        out.append(locate(s, f"device '{name}'{more} of resource pool {driver}/{pool} consumes counter set "
+                             f"'{counter_set}', which no slice of the pool defines at generation "
+                             f"{inventory.pools[(driver, pool)].generation}",
+                          "the scheduler then does not limit these devices by that counter set; export every slice of "
+                          "the pool, including the one that holds its sharedCounters", ("spec", "devices", i)))
     return out
 
 
@@ -322,8 +348,9 @@ def load_slices(path: str | Path, cluster: ResolvedCluster, node_labels: dict[st
     inventory = build_inventory(cluster.name, source.display, _api(items),
                                 slices, _nodes(slices, cluster, node_labels or {}))
 
-    def locate(s: ResourceSlice, message: str, hint: str) -> Diagnostic:
-        return source.diagnostic(where_of[id(s)], message, hint, severity="warning", cheap=True)
+    def locate(s: ResourceSlice, message: str, hint: str, path: tuple = ()) -> Diagnostic:
+        doc, base = where_of[id(s)]
+        return source.diagnostic((doc, base + path), message, hint, severity="warning", cheap=True)
 
     warnings = _pool_warnings(inventory, slices, locate)
     strangers = [n.name for n in inventory.nodes if n.pool is None]

@@ -99,9 +99,28 @@ class Inventory:
     pools: dict[tuple[str, str], PoolState]
     warnings: tuple[Diagnostic, ...] = ()
     by_name: dict[str, NodeInfo] = field(init=False, repr=False)
+    # (driver, pool) -> counter set -> counters, over the pool's current slices: 1.35 keeps counter sets in
+    # slices of their own, so a device's counters are looked up in its pool, never only in its slice.
+    counter_sets: dict[tuple[str, str], dict[str, dict[str, Quantity]]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.by_name = {n.name: n for n in self.nodes}
+        self.counter_sets = pool_counter_sets(self.slices)
+
+    def pool_of(self, device: Device) -> tuple[str, str]:
+        s = self.slices[device.slice_index]
+        return (s.driver, s.pool)
+
+
+def pool_counter_sets(slices: tuple[ResourceSlice, ...] | list[ResourceSlice]) -> dict[tuple[str, str], dict[str, dict[str, Quantity]]]:
+    """Counter sets per resource pool (names are unique in a pool; the first definition wins)."""
+    out: dict[tuple[str, str], dict[str, dict[str, Quantity]]] = {}
+    for s in slices:
+        if s.shared_counters:
+            sets = out.setdefault((s.driver, s.pool), {})
+            for name, counters in s.shared_counters.items():
+                sets.setdefault(name, counters)
+    return out
 
 
 _DIGITS = re.compile(r"(\d+)")

@@ -2,8 +2,8 @@
 
 Per node: one pool named after the node, holding the GPU plugin's slices (full GPUs, or the
 pre-created MIG devices of a static layout with no full-GPU device, or with DynamicMIG the full GPU
-plus every possible MIG placement consuming the GPU's shared counters in the same slice, as 1.34
-requires) and, when compute domains are enabled, the compute-domain plugin's slice with its two
+plus every possible MIG placement consuming the GPU's shared counters: in the devices' own slice on
+1.34, in slices of their own on 1.35+, which allows nothing else) and, when compute domains are enabled, the compute-domain plugin's slice with its two
 devices. Which attributes appear, and under which names, comes from the driver line's facts
 (facts/data/dra_driver.yaml); host facts (PCI addresses, UUIDs) are synthetic but stable.
 """
@@ -22,7 +22,7 @@ from ...facts.driver import (
     static_mig_memory_slice,
 )
 from ...facts.mig import fit_mix
-from ...facts.platform import dra_limits
+from ...facts.platform import SliceLayout, slice_layout
 from ...validate.resolved import ResolvedCluster, ResolvedPool
 from ...validate.types import normalize_version
 from .codec import decode_attribute, qualify
@@ -207,7 +207,7 @@ class _Builder:
                     i * defaults["numaNodes"] // count, parts)
 
     def groups(self, node: str) -> list[tuple[list[Device], dict[str, dict[str, Quantity]]]]:
-        """Per GPU: its devices and the counter sets they consume (kept together in one slice)."""
+        """Per GPU: its devices and the counter sets they consume."""
         out = []
         for i in range(self.pool.spec.gpu.count):
             gpu = self.gpu(node, i)
@@ -275,27 +275,55 @@ def _dynamic_layout(model: GpuModel) -> tuple[dict, tuple[tuple[str, Quantity], 
     return {GPU_DRIVER: full}, tuple(totals.items()), placements
 
 
-def _pack(node: str, groups: list[tuple[list[Device], dict[str, dict[str, Quantity]]]]) -> list[ResourceSlice]:
-    """Split a node's GPU devices into slices within the 1.34 limits, never separating a GPU from its counters."""
-    limits = dra_limits()
-    caps = (limits["devicesPerSlice"], limits["sharedCountersPerSlice"], limits["consumedCountersPerSlice"])
-    packed: list[tuple[list[Device], dict[str, dict[str, Quantity]]]] = []
-    devices: list[Device] = []
-    counters: dict[str, dict[str, Quantity]] = {}
-    used = (0, 0, 0)
-    for group_devices, group_counters in groups:
-        add = (len(group_devices), sum(len(c) for c in group_counters.values()),
-               sum(len(u.counters) for d in group_devices for u in d.consumes))
-        if devices and any(u + a > c for u, a, c in zip(used, add, caps)):
-            packed.append((devices, counters))
-            devices, counters, used = [], {}, (0, 0, 0)
-        devices.extend(group_devices)
-        counters.update(group_counters)
-        used = (used[0] + add[0], used[1] + add[1], used[2] + add[2])
-    if devices:
-        packed.append((devices, counters))
-    return [ResourceSlice(f"{node}-{GPU_DRIVER}-{k}", GPU_DRIVER, node, 1, len(packed), devs, node_name=node, shared_counters=sets)
-            for k, (devs, sets) in enumerate(packed)]
+Group = tuple[list[Device], dict[str, dict[str, Quantity]]]  # one GPU's devices and the counter sets they consume
+
+
+def _pack(node: str, groups: list[Group], layout: SliceLayout) -> list[ResourceSlice]:
+    """A node's GPU devices as the slices of one pool, within the limits of the cluster's Kubernetes version."""
+    packed = _pack_separate(groups, layout) if layout.separate_counters else _pack_together(groups, layout)
+    return [ResourceSlice(name.format(node=node, driver=GPU_DRIVER), GPU_DRIVER, node, 1, len(packed), devs,
+                          node_name=node, shared_counters=sets)
+            for name, devs, sets in packed]
+
+
+def _fill(items: list, size: Callable[[Any], tuple[int, ...]], caps: tuple[int | None, ...]) -> list[list]:
+    """Greedy chunks of `items` in order, each within `caps` (None: unlimited) summed over `size`."""
+    chunks: list[list] = []
+    used: tuple[int, ...] = ()
+    for item in items:
+        add = size(item)
+        if chunks and all(c is None or u + a <= c for u, a, c in zip(used, add, caps)):
+            chunks[-1].append(item)
+            used = tuple(u + a for u, a in zip(used, add))
+        else:
+            chunks.append([item])
+            used = add
+    return chunks
+
+
+def _pack_together(groups: list[Group], layout: SliceLayout) -> list[tuple[str, list[Device], dict]]:
+    """1.34: each GPU's counter sets in the slice of the devices consuming them, never split from them."""
+    caps = (layout.devices, layout.shared_counters, layout.consumed_counters)
+    chunks = _fill(groups, lambda g: (len(g[0]), sum(len(c) for c in g[1].values()),
+                                      sum(len(u.counters) for d in g[0] for u in d.consumes)), caps)
+    return [("{node}-{driver}-" + str(k), [d for g in chunk for d in g[0]], {n: c for g in chunk for n, c in g[1].items()})
+            for k, chunk in enumerate(chunks)]
+
+
+def _pack_separate(groups: list[Group], layout: SliceLayout) -> list[tuple[str, list[Device], dict]]:
+    """1.35+: devices and counter sets in slices of their own within one pool (the allocator resolves a
+    device's sets across its pool), a GPU's devices kept together where the device limit allows."""
+    devices = [d for g in groups for d in g[0]]
+    limit = layout.devices_with_counters if any(d.consumes for d in devices) else layout.devices
+    per_gpu = max((len(g[0]) for g in groups), default=0)
+    if per_gpu <= limit:
+        device_chunks = [[d for g in chunk for d in g[0]] for chunk in _fill(groups, lambda g: (len(g[0]),), (limit,))]
+    else:
+        device_chunks = [devices[k:k + limit] for k in range(0, len(devices), limit)]
+    sets = [item for g in groups for item in g[1].items()]
+    set_chunks = _fill(sets, lambda item: (1,), (layout.counter_sets,)) if sets else []
+    return ([("{node}-{driver}-" + str(k), chunk, {}) for k, chunk in enumerate(device_chunks)]
+            + [("{node}-{driver}-counters-" + str(k), [], dict(chunk)) for k, chunk in enumerate(set_chunks)])
 
 
 def _compute_domain_slice(node: str) -> ResourceSlice:
@@ -314,6 +342,7 @@ def synthesize(cluster: ResolvedCluster, chart_values: dict[str, Any],
                node_labels: dict[str, dict[str, str]] | None = None) -> Inventory:
     """The cluster's inventory as its DRA driver (configured by `chart_values`) would publish it."""
     setup = driver_setup(cluster.driver, chart_values)
+    layout = slice_layout(cluster.api.kubernetes)
     slices: list[ResourceSlice] = []
     nodes: list[NodeInfo] = []
     for pool in cluster.dra_pools:
@@ -322,7 +351,7 @@ def synthesize(cluster: ResolvedCluster, chart_values: dict[str, Any],
         for node in node_names(pool):
             nodes.append(NodeInfo(node, pool.name, labels))
             if builder is not None:
-                slices.extend(_pack(node, builder.groups(node)))
+                slices.extend(_pack(node, builder.groups(node), layout))
             if setup.compute_domains:
                 slices.append(_compute_domain_slice(node))
     return build_inventory(cluster.name, SYNTHESIZED, cluster.api.api_version, slices, nodes)
