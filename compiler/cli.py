@@ -23,10 +23,10 @@ def _print_diagnostics(diagnostics, as_json: bool) -> None:
         print(d.render(), file=sys.stderr)
 
 
-def _guarded(run: Callable[[argparse.Namespace], int], outcome: str = "nothing was written") -> Callable[[argparse.Namespace], int]:
+def _guarded(run: Callable[[argparse.Namespace], int], outcome: str = "") -> Callable[[argparse.Namespace], int]:
     """Turn input errors into exit codes and messages; never a traceback for bad input.
 
-    `outcome` says what the failure means for the command's output (a diff writes nothing anyway)."""
+    `outcome` says what the failure means for the command's output, for commands that write some."""
 
     def wrapper(args: argparse.Namespace) -> int:
         from .diagnostics import InfeasibleError, InputError
@@ -41,7 +41,7 @@ def _guarded(run: Callable[[argparse.Namespace], int], outcome: str = "nothing w
             else:
                 _print_diagnostics(exc.diagnostics, False)
                 errors = sum(1 for d in exc.diagnostics if d.severity == "error")
-                print(f"gpuc: {errors} error(s); {outcome}", file=sys.stderr)
+                print(f"gpuc: {errors} error(s)" + (f"; {outcome}" if outcome else ""), file=sys.stderr)
             return code
 
     return wrapper
@@ -102,7 +102,7 @@ def _progress_for(cluster: str):
     return _Progress(cluster) if sys.stderr.isatty() else None
 
 
-@_guarded
+@functools.partial(_guarded, outcome="nothing was written")
 def cmd_render(args: argparse.Namespace) -> int:
     from .diagnostics import Diagnostic, InputError
     from .emit.tree import foreign_targets, write_tree
@@ -129,7 +129,8 @@ def cmd_render(args: argparse.Namespace) -> int:
     else:
         _print_diagnostics(built.warnings, False)
         for c in built.clusters:
-            print(f"{c.name}: {c.objects} objects, {c.releases} Helm releases -> {Path(args.out) / c.name}")
+            releases = f"{c.releases} Helm release{'' if c.releases == 1 else 's'}"
+            print(f"{c.name}: {c.objects} objects, {releases}, {c.checked - c.objects} Argo CD Applications -> {Path(args.out) / c.name}")
     return EXIT_OK
 
 

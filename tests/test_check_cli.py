@@ -85,3 +85,15 @@ def test_crds_from_spec_crds_are_used(tmp_path):
     result = gpuc("validate", fleet)
     assert result.code == 0, result.err
     assert "no CRD for NIMService" not in result.err and "no CRD for Application" in result.err
+
+
+def test_a_changed_nimservice_claim_is_refused_without_the_nim_crd_too(tmp_path):
+    """gpuc declares spec.draResources replaced on change itself: the guard must not depend on --crds."""
+    out = tmp_path / "out"
+    assert gpuc("render", _nim_fleet(tmp_path / "a", 1), "-o", out).code == 0
+    before = _tree(out)
+    refused = gpuc("render", _nim_fleet(tmp_path / "b", 2), "-o", out)
+    assert refused.code == 1
+    assert "NIMService serving/llm spec.draResources: spec.draResources is immutable: the NIMService cannot be updated in place" in refused.err
+    assert "render again with --allow-replace" in refused.err and _tree(out) == before
+    assert gpuc("render", _nim_fleet(tmp_path / "b", 2), "-o", out, "--allow-replace").code == 0

@@ -32,13 +32,13 @@ def test_without_crds_every_custom_resource_kind_is_reported():
     result = gpuc("validate", EXAMPLES)
     assert result.code == 0, result.err
     for kind in ("NIMService", "NIMCache", "ComputeDomain", "ClusterPolicy", "Application"):
-        assert f"warning: metadata.name: no CRD for {kind} " in result.err, kind
+        assert f"warning: spec.crds: no CRD for {kind} " in result.err, kind
 
 
 def test_require_crds_turns_a_missing_crd_into_an_error(tmp_path):
     result = gpuc("render", EXAMPLES, "-o", tmp_path / "out", *crd_args(), "--require-crds")
     assert result.code == 1
-    assert "error: metadata.name: no CRD for Application (argoproj.io/v1alpha1)" in result.err
+    assert "error: spec.crds: no CRD for Application (argoproj.io/v1alpha1)" in result.err
     assert not (tmp_path / "out" / "prod-east").exists()
 
 

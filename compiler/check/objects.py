@@ -68,6 +68,16 @@ def _replacement_outcome(obj: KubeObject, ctx: ClusterContext) -> tuple[str, str
                      "Argo CD syncs (the Pulumi stacks replace it themselves)")
 
 
+def _declared_replacements(obj: KubeObject, old: dict, ctx: ClusterContext) -> Iterable[Finding]:
+    """A change to a field gpuc declares replaced on change (NIMService spec.draResources), judged
+    without the CRD: the operator's admission rule will refuse the update all the same."""
+    for r in obj.replacements:
+        path = tuple(r.path.split("."))
+        if value_at(obj.manifest, path, MISSING) != value_at(old, path, MISSING):
+            severity, hint = _replacement_outcome(obj, ctx)
+            yield Finding(obj, path, f"{r.path} is immutable: the {obj.kind} cannot be updated in place", hint, severity)  # type: ignore[arg-type]
+
+
 def _immutable_changes(obj: KubeObject, old: dict) -> Iterable[Finding]:
     for dotted in immutable_fields().get(obj.kind, ()):
         path = tuple(dotted.split("."))
@@ -125,6 +135,8 @@ def check_objects(ctx: ClusterContext) -> Iterable[Finding | Diagnostic]:
         crd = ctx.crds.find(group, kind)
         if crd is None:
             unchecked[(api, kind)].append(obj)
+            if old is not MISSING:  # no CRD rule to judge the update, but gpuc knows its own immutable fields
+                yield from _declared_replacements(obj, old, ctx)
             continue
         if version not in crd.served_versions:
             yield Finding(obj, ("apiVersion",), f"the {crd.label} CRD ({crd.file}) serves {', '.join(crd.served_versions) or 'no version'}, not {version}",
@@ -147,5 +159,4 @@ def _missing_crds(ctx: ClusterContext, unchecked: dict[tuple[str, str], list[Kub
                    f"{'cannot be checked' if ctx.options.require_crds else 'were not checked against a schema'}")
         hint = ("add the CRD YAML of the operator version this cluster runs to spec.crds or pass --crds DIR"
                 + ("" if ctx.options.require_crds else "; --require-crds makes this an error"))
-        path = ("spec", "crds") if intent.model.spec.crds else ("metadata", "name")
-        yield intent.source.error(path, message, hint, severity="error" if ctx.options.require_crds else "warning")
+        yield intent.source.error(("spec", "crds"), message, hint, severity="error" if ctx.options.require_crds else "warning")
