@@ -436,7 +436,7 @@ def _check_mig_on_cluster(w: Intent[GpuWorkload], cluster: ResolvedCluster, find
         models = sorted({p.gpu.key for p in mig_pools})
         findings.add(w.error(("spec", "gpu", "mig", "slices", i, "profile"),
                              f"no MIG pool of cluster '{cluster.name}' provides profile '{profile}' ({', '.join(models)})",
-                             did_you_mean(profile, offered) or f"profiles offered: {', '.join(offered)}"))
+                             " ".join(filter(None, (did_you_mean(profile, offered), f"profiles offered: {', '.join(offered)}")))))
         return
     if missing:
         return  # the GPUs have the profile but no pool's layout offers it: the plan stage reports that as infeasible (exit 1)
