@@ -21,6 +21,7 @@ from .diagnostics import Diagnostic, InfeasibleError, InputError
 from .emit.tree import cluster_files, unchanged_files
 from .pipeline import compile_cluster, validate_fleet
 from .plan.allocator import plan_cluster_allocation
+from .plan.inventory.bulk import bulk_objects
 from .validate.documents import Fleet
 from .validate.resolved import ResolvedCluster
 
@@ -80,6 +81,11 @@ _JOB: _Job | None = None  # set before forking; the workers inherit it
 
 
 def build_cluster(name: str) -> ClusterBuild:
+    with bulk_objects():
+        return _build_cluster(name)
+
+
+def _build_cluster(name: str) -> ClusterBuild:
     job = _JOB
     assert job is not None
     cluster = job.clusters[name]
@@ -126,7 +132,8 @@ def build_fleet(root: str | os.PathLike[str], only: str | None = None, options: 
     "warn" reports them as warnings (render --allow-infeasible), "skip" does not plan.
     """
     global _JOB
-    fleet, resolved, warnings = validate_fleet(root)
+    with bulk_objects():
+        fleet, resolved, warnings = validate_fleet(root)
     if only is not None and only not in resolved:
         raise InputError([Diagnostic(str(root), 0, "--cluster", f"no cluster named '{only}' in the fleet",
                                      f"clusters: {', '.join(resolved)}")])

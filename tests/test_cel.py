@@ -184,10 +184,10 @@ def test_cache_keeps_versions_with_build_metadata_apart():
 def test_cache_keys_quantities_by_value_and_format():
     # Only a rejected expression can see a quantity's text, but the memo is exact anyway: 80Gi and
     # 85899345920 are equal quantities that print differently.
-    from compiler.cel.engine import FUNCTIONS, Selector, _environment
+    from compiler.cel.engine import FUNCTIONS, Selector, environment
     text = "string(device.capacity['gpu.nvidia.com'].memory) == '80Gi'"
     tree = parse(text)
-    selector = Selector(text, _environment().program(tree, functions=FUNCTIONS), analyse(tree))
+    selector = Selector(text, environment().program(tree, functions=FUNCTIONS), analyse(tree))
     binary = Dev(GPU, {}, {GPU: {"memory": Quantity.parse("80Gi")}})
     decimal = Dev(GPU, {}, {GPU: {"memory": Quantity.parse("85899345920")}})
     assert selector.matches(binary) is selector.matches_uncached(binary) is True

@@ -9,7 +9,7 @@ Shared by the offline allocator (compiler/plan/allocator) and the output checks 
 from __future__ import annotations
 
 from .analysis import Analysis, Ref, analyse
-from .engine import CelCompileError, CelEvaluationError, DeviceData, Selector, compile_selector, nesting, parse, stack_for
+from .engine import CelCompileError, CelEvaluationError, DeviceData, Selector, compile_selector, environment, nesting, parse, stack_for
 from .quantity import Quantity, QuantityError, parse_quantity
 from .semver import Semver, SemverError
 from .static import Problem, Published, cluster_problems, compile_problems

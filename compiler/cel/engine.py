@@ -181,7 +181,8 @@ _ENVIRONMENT: celpy.Environment | None = None
 _CACHE: dict[str, Selector] = {}
 
 
-def _environment() -> celpy.Environment:
+def environment() -> celpy.Environment:
+    """The one cel-python environment of the process: building its Lark parser costs a quarter second."""
     global _ENVIRONMENT
     if _ENVIRONMENT is None:
         _ENVIRONMENT = celpy.Environment()
@@ -236,7 +237,7 @@ def parse(text: str) -> Any:
         raise _refuse(text, "too-long", f"expression is {size} bytes; the API server accepts at most {limit} and does not compile it")
     try:
         with stack_for(MAX_NESTING):
-            tree = _environment().compile(text)
+            tree = environment().compile(text)
     except celpy.CELParseError as exc:
         where = f" at line {exc.line}, column {exc.column}" if getattr(exc, "line", None) else ""
         first = str(exc.args[0]).splitlines()[0] if exc.args else "syntax error"
@@ -260,6 +261,6 @@ def compile_selector(text: str) -> Selector:
             errors = [p for p in compile_problems(tree, analysis) if p.severity == "error"]
             if errors:
                 raise CelCompileError(text, errors)
-            runner = _environment().program(tree, functions=FUNCTIONS)
+            runner = environment().program(tree, functions=FUNCTIONS)
         selector = _CACHE[text] = Selector(text, runner, analysis, depth)
     return selector

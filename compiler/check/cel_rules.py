@@ -23,6 +23,7 @@ import lark
 from celpy.adapter import json_to_cel
 from celpy.evaluation import base_functions
 
+from ..cel import environment
 from .schema import MISSING, Rule
 
 Outcome = tuple[str, str, str] | None  # (message, hint, severity), None when the rule holds
@@ -110,19 +111,16 @@ def _accesses(tree: Any) -> tuple[Access, ...] | None:
     return None if whole else tuple(found)
 
 
-_env = celpy.Environment()
-
-
 @lru_cache(maxsize=None)
 def compile_rule(text: str) -> Compiled:
     try:
-        ast = _env.compile(text)
+        ast = environment().compile(text)
     except Exception as exc:  # cel-python raises its own and lark's error types
         return Compiled(None, str(exc).splitlines()[0] if str(exc) else type(exc).__name__, None)
     missing = sorted(_functions(ast) - _KNOWN_FUNCTIONS)
     if missing:  # Kubernetes CEL libraries (quantity, url, ip, format, ...) cel-python does not have
         return Compiled(None, f"cel-python lacks {', '.join(missing)}", None)
-    return Compiled(_env.program(ast), "", _accesses(ast))
+    return Compiled(environment().program(ast), "", _accesses(ast))
 
 
 def _project(value: Any, access: Access) -> Any:

@@ -8,7 +8,10 @@ fit together; a pod referencing an already allocated shared claim can only go to
 
 Allocation only ever grows during a plan, so a node that cannot hold a pod of some shape can never
 hold a later pod of the same shape: each shape keeps a cursor past the nodes it failed on, which
-keeps a plan of n pods on m nodes at O(n + m) node attempts per shape instead of O(n * m).
+keeps a plan of n pods on m nodes at O(n + m) node attempts per shape instead of O(n * m). Shapes
+are many (every workload's claim spec is its own), so a coarser bound starts each pod further on:
+for every (device set, count) a request option asks for, the first node that still has that many
+free devices of the set (`FreeFrontier`); nodes before it fail the `_could_fit` test and are skipped.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ class Planner:
         self.nodes = [n.name for n in inventory.nodes]
         self._cursor: dict[tuple, int] = {}
         self._why: dict[tuple, str] = {}
+        self.frontier = FreeFrontier(self.nodes, self.index, self.state)
 
     def place(self, pod: Pod) -> PodOutcome:
         broken = next((c for c in pod.claims if c.spec is None), None)
@@ -69,7 +73,7 @@ class Planner:
         if not todo:
             return self._outcome(pod, next(iter(pinned)), done)
         shape = tuple(_shape(c) for c in todo)
-        start = 0 if pinned else self._cursor.get(shape, 0)
+        start = 0 if pinned else max(self._cursor.get(shape, 0), self.frontier.first_fit(todo))
         candidates = sorted(pinned) if pinned else self.nodes[start:]
         needed = _free_devices_needed(todo)
         try:
@@ -103,13 +107,7 @@ class Planner:
                 for option in request.options:
                     if option.mode != EXACT_COUNT or option.admin_access:
                         break  # All mode and admin access are judged by the search itself
-                    need, free = option.count, 0
-                    for d in self.index.candidates(option, node):
-                        if not in_use[d]:
-                            free += 1
-                            if free >= need:
-                                break
-                    if free >= need:
+                    if _has_free(self.index.candidates(option, node), in_use, option.count):
                         break
                 else:
                     return False
@@ -125,6 +123,63 @@ class Planner:
 
 
 _WHO = "\x00workload\x00"
+
+
+class FreeFrontier:
+    """The first node (by position in node order) that can pass `Planner._could_fit` for some claims.
+
+    Per (device class, selectors, count) of an ExactCount option, a position that only moves forward:
+    the first node with at least `count` free candidate devices. Allocation only grows, so a node
+    passed over never qualifies again. Reads the allocation state and the candidate index, writes neither.
+    """
+
+    def __init__(self, nodes: list[str], index: DeviceIndex, state: AllocationState) -> None:
+        self.nodes = nodes
+        self.index = index
+        self.state = state
+        self._position = {name: i for i, name in enumerate(nodes)}
+        self._eligible: dict[tuple, list[int]] = {}  # (class, selectors) -> positions of nodes with any candidate
+        self._next: dict[tuple, int] = {}  # (class, selectors, count) -> index into its eligible positions
+
+    def first_fit(self, claims: list[PodClaim]) -> int:
+        """No node before this position passes `_could_fit(claims, node)`; 0 when no bound is known."""
+        bound = 0
+        try:
+            for claim in claims:
+                for request in claim.spec.requests:  # type: ignore[union-attr]
+                    options = request.options
+                    if any(o.mode != EXACT_COUNT or o.admin_access for o in options):
+                        continue  # the search judges these
+                    bound = max(bound, min(self._first(o) for o in options))
+        except ClaimError:
+            return 0  # the search reports it when it reaches a node, as it always has
+        return bound
+
+    def _first(self, option) -> int:
+        key = (option.device_class, option.selectors)
+        eligible = self._eligible.get(key)
+        if eligible is None:
+            m = self.index.match(option)
+            eligible = range(len(self.nodes)) if m.floating else sorted(self._position[n] for n in m.by_node if n in self._position)
+            eligible = self._eligible[key] = list(eligible)
+        counted = key + (option.count,)
+        i = self._next.get(counted, 0)
+        in_use, nodes = self.state.in_use, self.nodes
+        while i < len(eligible) and not _has_free(self.index.candidates(option, nodes[eligible[i]]), in_use, option.count):
+            i += 1
+        self._next[counted] = i
+        return eligible[i] if i < len(eligible) else len(nodes)
+
+
+def _has_free(candidates: list[int], in_use: bytearray, need: int) -> bool:
+    """At least `need` of `candidates` are not in use."""
+    free = 0
+    for d in candidates:
+        if not in_use[d]:
+            free += 1
+            if free >= need:
+                return True
+    return free >= need
 
 
 def _free_devices_needed(claims: list[PodClaim]) -> int:
