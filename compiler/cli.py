@@ -113,7 +113,11 @@ def cmd_render(args: argparse.Namespace) -> int:
     # the tree about to be replaced is the previous state
     built = _build(args, args.cluster, out, placement="warn" if args.allow_infeasible else "gate")
     trees = {c.name: c.files for c in built.clusters}
-    foreign = foreign_targets(out, list(trees))
+    try:
+        foreign = foreign_targets(out, list(trees))
+    except OSError as exc:
+        raise InputError([Diagnostic(str(out), 0, "-o", f"cannot read the output directory: {exc.strerror or exc}",
+                                     "check the directory's permissions")]) from None
     if foreign:
         raise InputError([Diagnostic(str(p), 0, "-o", "holds files gpuc did not write, and a render replaces it whole",
                                      "move them elsewhere, or render into another directory") for p in foreign])
@@ -167,13 +171,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
     feasible = all(p.feasible for p in plans)
     if args.html:
         from .emit.capacity_html import capacity_html
-        from .emit.tree import write_file
+        from .emit.tree import write_file_atomically
 
         page = capacity_html(plans, f"GPU capacity: {Path(args.fleet).name}")
         try:
-            write_file(Path(args.html), page)
+            write_file_atomically(Path(args.html), page)
         except OSError as exc:
-            raise InputError([Diagnostic(str(args.html), 0, "--html", f"cannot write the report: {exc.strerror or exc}")]) from None
+            raise InputError([Diagnostic(str(args.html), 0, "--html", f"cannot write the report: {exc.strerror or exc}",
+                                         "pass a path in an existing, writable directory")]) from None
     if args.output == "json":
         print(json.dumps({"ok": feasible, "clusters": [p.as_dict() for p in plans],
                           "warnings": [w.as_dict() for w in compilation.warnings]}, indent=2))

@@ -36,7 +36,7 @@ def test_every_allocated_device_appears_once(plans):
     rows = {node: row for plan in plans for pool in cluster_map(plan).pools for row in pool.rows for node in row.nodes}
     for node, device, workload in allocated:
         row = rows[node]  # nodes held the same way share a row, named after its first and last node
-        where = node if len(row.nodes) == 1 else f"{len(row.nodes)} nodes ({row.nodes[0]} ... {row.nodes[-1]})"
+        where = node if len(row.nodes) == 1 else f"{len(row.nodes)} nodes ({row.nodes[0]} and {len(row.nodes) - 1} more)"
         hits = [t for t in titles if t.startswith(f"{where} / {device} (")]
         assert len(hits) == 1, (node, device, hits)
         assert workload in hits[0].split(": ", 1)[1].split(", pod ")[0].split(" + ")
@@ -74,6 +74,28 @@ def test_mig_slices_are_drawn_inside_their_gpu(plans):
     assert [(s.label, s.start, s.size) for s in gpu.segments] == [
         ("2g.20gb", 0, 2), ("1g.10gb", 2, 1), ("1g.10gb", 3, 1), ("3g.40gb", 4, 4)]  # all-balanced placements
     assert {s.holder.workload for s in gpu.segments if s.holder} == {"research/notebooks"}
+
+
+def test_dynamic_mig_room_left_on_a_gpu_is_drawn_free(plans):
+    """A DynamicMIG GPU with one placement used: the rest of its memory is free and says so on hover."""
+    lab = next(p for p in plans if p.cluster == "lab")
+    pool = next(pool for pool in cluster_map(lab).pools if pool.name == "h100-dynmig")
+    gpu = pool.rows[0].gpus[0]
+    covered = {i for s in gpu.segments for i in range(s.start, s.start + s.size)}
+    assert gpu.used and 0 < len(covered) < gpu.slices
+    page = capacity_html([lab], "report")
+    assert f"<title>h100-dynmig-0 / {gpu.name}: free capacity</title>" in page
+
+
+def test_user_text_is_escaped(fleet):
+    """Reasons quote users' CEL: a hostile string must stay text."""
+    hostile = "device.attributes['gpu.nvidia.com'].productName == '</title><script>alert(1)</script>'"
+    workloads = {"w.yaml": [workload_doc("w", gpu={"count": 1, "require": {"cel": [hostile]}})]}
+    path = fleet(workloads=workloads)
+    plans = plan_compilation(compile_fleet(path))
+    page = capacity_html(plans, "<b>report</b>")
+    assert "<script>" not in page and "&lt;/title&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<b>report</b>" not in page
 
 
 def test_a_5000_node_pool_folds_into_a_few_rows(fleet, tmp_path):

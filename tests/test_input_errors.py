@@ -157,12 +157,19 @@ def test_yaml_gpuc_would_not_read_is_named(fleet):
     (path / "clusters" / "old" / "c9.yaml").write_text("kind: Cluster\n")
     (path / "crds").mkdir()
     (path / "crds" / "x.yaml").write_text("kind: CustomResourceDefinition\n")  # a spec.crds folder: not a typo
+    (path / "clusters" / "crds").mkdir()  # nor CRDs kept under clusters/ for spec.crds
+    (path / "clusters" / "crds" / "nim.yaml").write_text("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n")
+    (path / "users").mkdir()  # merely alike, not a typo
+    (path / "users" / "u.yaml").write_text("a: 1\n")
+    (path / ".pre-commit-config.yaml").write_text("repos: []\n")
+    (path / "cluster").symlink_to("/usr")  # never walked: a pull request must not make gpuc list the CI machine
     result = gpuc("validate", path)
     assert result.code == 0, result.err
-    assert "workload/: warning: (directory): not read: gpuc reads clusters/ and workloads/\n    hint: did you mean 'workloads'?" in result.err
+    assert "workload/: warning: (directory): not read: gpuc reads clusters/ and workloads/\n    hint: did you mean 'workloads'? Rename the folder" in result.err
     assert "extra.yaml: warning: (file): not read: intents live in clusters/ and workloads/" in result.err
     assert "clusters/old/c9.yaml: warning: (file): not read: Cluster files sit directly in clusters/" in result.err
-    assert "crds/" not in result.err
+    assert "crds/" not in result.err and "users/" not in result.err and "pre-commit" not in result.err
+    assert "cluster/" not in result.err
 
 
 def test_symlinks_out_of_the_fleet_are_refused(fleet, tmp_path):
@@ -180,6 +187,7 @@ def test_symlinks_out_of_the_fleet_are_refused(fleet, tmp_path):
     ("nodes", True, "spec.nodePools[0].nodes: input should be a valid integer, got True", "write a number: YAML read this value as a boolean"),
     ("nodes", "2", "spec.nodePools[0].nodes: input should be a valid integer, got '2'", "write the number without quotes"),
     ("name", True, "spec.nodePools[0].name: expected a DNS label string, got true", "quote the name"),
+    ("driverVersion", 550.90, "spec.nodePools[0].driverVersion: a version must be quoted: YAML reads 550.9 as a number", "e.g. \"550.90\""),
 ])
 def test_yaml_coercions_are_mistakes_with_a_fix(fleet, field, value, message, hint):
     """`nodes: true` (1) or `replicas: "2"` would be silently coerced by a lax model; `name: on` is YAML 1.1's true."""

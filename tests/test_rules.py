@@ -312,6 +312,14 @@ def test_a_gate_override_names_only_the_workloads_that_need_the_gate(fleet):
                     "MPSSupport is set false, but workloads on this cluster need it (mps)")
 
 
+def test_a_gate_the_pools_need_names_the_pools(fleet):
+    pools = [{"name": "dyn", "nodes": 1, "gpu": {"model": "H100-80GB", "count": 8}, "mig": {"layout": "dynamic"}},
+             {"name": "h100", "nodes": 1, "gpu": {"model": "H100-80GB", "count": 8}}]
+    cluster = cluster_doc(pools=pools, draDriver={"values": {"featureGates": {"DynamicMIG": False}}})
+    render_rejected(fleet(clusters=[cluster], workloads={"w.yaml": [workload_doc("plain")]}),
+                    "DynamicMIG is set false, but node pools of this cluster need it (dyn)")
+
+
 def test_gate_from_a_later_driver(fleet):
     cluster = cluster_doc(driver="25.8.1", kubernetes="1.33", draDriver={"values": {"featureGates": {"DynamicMIG": True}}})
     render_rejected(fleet(clusters=[cluster]), "driver 25.8.1 has no feature gate 'DynamicMIG'", "DynamicMIG arrives with driver 25.12")

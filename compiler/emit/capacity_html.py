@@ -39,7 +39,8 @@ h3{font-size:15px;margin:18px 0 6px}small,.meta{color:#59636e}nav a{margin-right
 
 
 def _where(row: NodeRow) -> str:
-    return row.nodes[0] if len(row.nodes) == 1 else f"{len(row.nodes)} nodes ({row.nodes[0]} ... {row.nodes[-1]})"
+    """Folded nodes are alike, not necessarily neighbours: name the first and count the rest."""
+    return row.nodes[0] if len(row.nodes) == 1 else f"{len(row.nodes)} nodes ({row.nodes[0]} and {len(row.nodes) - 1} more)"
 
 
 def _title(segment: Segment, gpu: PhysicalGpu, row: NodeRow) -> str:
@@ -57,26 +58,24 @@ def _title(segment: Segment, gpu: PhysicalGpu, row: NodeRow) -> str:
 
 
 def _gpu_svg(gpu: PhysicalGpu, row: NodeRow, x: int) -> str:
-    parts = [f'<g transform="translate({x},0)">']
     width = GPU_W / gpu.slices
-    covered = set()
+    covered = {i for s in gpu.segments for i in range(s.start, s.start + s.size)}
+    parts = [f'<g transform="translate({x},0)">']
+    if len(covered) < gpu.slices:  # memory no device covers (a whole free GPU, or DynamicMIG room left): underneath
+        parts.append(f'<rect x="0" y="0" width="{GPU_W}" height="{GPU_H}" fill="{FREE}">'
+                     f"<title>{escape(_where(row))} / {escape(gpu.name)}: free capacity</title></rect>")
     for s in gpu.segments:
         fill = workload_color(s.holder.workload) if s.holder else FOLDED if s.held_by else FREE
         stroke = ' stroke="#adb5bd" stroke-width="0.5"' if not s.held and gpu.slices > 1 else ""
         parts.append(f'<rect x="{s.start * width:.2f}" y="0" width="{s.size * width:.2f}" height="{GPU_H}" fill="{fill}"{stroke}>'
                      f"<title>{escape(_title(s, gpu, row))}</title></rect>")
-        covered.update(range(s.start, s.start + s.size))
-    if not gpu.segments or len(covered) < gpu.slices:  # free memory slices no MIG device covers
-        parts.append(f'<rect x="0" y="0" width="{GPU_W}" height="{GPU_H}" fill="{FREE}" fill-opacity="0.5">'
-                     f"<title>{escape(_where(row))} / {escape(gpu.name)}: free capacity</title></rect>"
-                     if not gpu.segments else "")
     parts.append(f'<rect class="gpu" x="0.5" y="0.5" width="{GPU_W - 1}" height="{GPU_H - 1}"/></g>')
     return "".join(parts)
 
 
 def _row(row: NodeRow) -> str:
     names = escape(row.nodes[0]) if len(row.nodes) == 1 else (
-        f'{escape(row.nodes[0])} ... {escape(row.nodes[-1])} <span class="count">x{len(row.nodes)}</span>')
+        f'{escape(row.nodes[0])} and {len(row.nodes) - 1} more <span class="count">x{len(row.nodes)}</span>')
     width = max(1, len(row.gpus)) * (GPU_W + GAP)
     gpus = "".join(_gpu_svg(g, row, i * (GPU_W + GAP)) for i, g in enumerate(row.gpus))
     return (f'<div class="row"><div class="nodes">{names}</div>'

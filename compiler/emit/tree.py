@@ -8,6 +8,7 @@ render leaves the previous tree as it was, and files of objects that no longer e
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -87,6 +88,20 @@ def clean_stale_temporaries(out: Path) -> None:
         for entry in out.iterdir():
             if entry.name.startswith(TMP_PREFIX) and entry.is_dir():
                 shutil.rmtree(entry, ignore_errors=True)
+
+
+def write_file_atomically(path: Path, text: str) -> None:
+    """A single output file (the HTML report): written beside its target and renamed over it, so a
+    killed run never leaves half a file where the last good one was."""
+    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def write_file(path: Path, text: str) -> None:

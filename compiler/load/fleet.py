@@ -7,11 +7,12 @@ depends on how the file system lists a directory.
 
 from __future__ import annotations
 
+import difflib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..diagnostics import Diagnostic, Findings, InputError, did_you_mean
+from ..diagnostics import Diagnostic, Findings, InputError
 from .yaml_source import SourceDoc, decode, parse_documents
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -34,19 +35,38 @@ def _yaml_files(directory: Path, recursive: bool) -> list[Path]:
     return sorted(files, key=lambda p: p.relative_to(directory).as_posix())
 
 
+def _near_miss(name: str) -> str | None:
+    """clusters/ or workloads/ when `name` is a typo of it ('workload', 'Clusters'), not merely alike ('users')."""
+    close = difflib.get_close_matches(name.lower(), LAYOUT, n=1, cutoff=0.85)
+    return close[0] if close else None
+
+
+def _is_crd(path: Path) -> bool:
+    """A CRD kept under clusters/ for a cluster's spec.crds is meant to be there."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return "kind: CustomResourceDefinition" in fh.read(65536)
+    except OSError:
+        return False
+
+
 def _unread(root: Path) -> list[Diagnostic]:
     """YAML that a typo keeps gpuc from reading: a workload that silently vanishes from the render is
-    pruned from the cluster by Argo CD. Other folders (a cluster's spec.crds, docs) are left alone
-    unless their name is close to clusters/ or workloads/."""
+    pruned from the cluster by Argo CD. Other folders (a cluster's spec.crds, docs) and dotfiles are
+    left alone; symbolic links are never followed here."""
     found = []
     for path in sorted(root.iterdir(), key=lambda p: p.name):
-        if path.is_file() and path.suffix in YAML_SUFFIXES:
+        if path.name.startswith(".") or path.is_symlink():
+            continue
+        if path.is_file() and path.suffix in YAML_SUFFIXES and path.stem != "kustomization":
             found.append(Diagnostic(path.name, 0, "(file)", "not read: intents live in clusters/ and workloads/",
                                     "move it to clusters/ (a Cluster) or workloads/ (GpuWorkload, GpuDeviceClass)", "warning"))
-        elif path.is_dir() and path.name not in LAYOUT and (near := did_you_mean(path.name, LAYOUT)) and _yaml_files(path, True):
+        elif path.is_dir() and path.name not in LAYOUT and (near := _near_miss(path.name)) and _yaml_files(path, True):
             found.append(Diagnostic(f"{path.name}/", 0, "(directory)", "not read: gpuc reads clusters/ and workloads/",
-                                    f"{near}", "warning"))
-    nested = [p for p in _yaml_files(root / "clusters", recursive=True) if p.parent != root / "clusters"]
+                                    f"did you mean '{near}'? Rename the folder", "warning"))
+    clusters = root / "clusters"
+    nested = [] if clusters.is_symlink() else [
+        p for p in _yaml_files(clusters, recursive=True) if p.parent != clusters and not _is_crd(p)]
     found += [Diagnostic(p.relative_to(root).as_posix(), 0, "(file)", "not read: Cluster files sit directly in clusters/",
                          "move it up to clusters/", "warning") for p in nested]
     return found

@@ -26,9 +26,9 @@ MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_NODES = 200_000  # after alias expansion; the whole shipped fleet uses a few thousand
 MAX_DEPTH = 64  # nesting levels; intents use about ten, and Python's recursion would give out near 1,000
 # libyaml's composer recurses in C per nesting level: tens of thousands of `[` crash the process, so
-# deep flow brackets and compact `- - -` sequences are refused before the parser sees them.
+# deep flow brackets and runs of block indicators (`- - -`, `? ? ?`) are refused before the parser sees them.
 _FLOW_BRACKET = re.compile(r"[\[\]{}]")
-_COMPACT_SEQUENCE = re.compile(r"(?:-[ \t]+){%d}" % MAX_DEPTH)
+_COMPACT_SEQUENCE = re.compile(r"(?:[-?][ \t]+){%d}" % MAX_DEPTH)  # `- - -`, `? ? ?` (explicit keys), mixed
 # Core schema tags only: no python/object construction, no custom tags (the safe loader would refuse
 # most of them on scalars, but it never sees tags on collections we build ourselves).
 _STANDARD_TAGS = tuple(f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq", "timestamp", "binary", "merge"))

@@ -259,7 +259,8 @@ def _check_workload(w: Intent[GpuWorkload], fleet: Fleet, clusters: dict[str, Re
     _check_model(w, findings)
     if gpu.class_ in fleet.classes:
         cls = fleet.classes[gpu.class_].model.spec
-        missing = [c for c in target_clusters(w.model, fleet) if c not in target_clusters(fleet.classes[gpu.class_].model, fleet)]
+        missing = [c for c in target_clusters(w.model, fleet)
+                   if c in fleet.clusters and c not in target_clusters(fleet.classes[gpu.class_].model, fleet)]
         if missing:
             findings.add(w.error(("spec", "gpu", "class"), f"device class '{gpu.class_}' is not on cluster {one_of(missing)}",
                                  f"add {one_of(missing)} to the class's spec.clusters, or list this workload's clusters"))
@@ -537,9 +538,12 @@ def _check_gates(cluster: ResolvedCluster, workloads: list[GpuWorkload], fleet: 
         elif not isinstance(value, bool):
             findings.add(intent.error(gates_path + (name,), f"feature gate values are true or false, got {value!r}"))
         elif derived.get(name) and value is False:
-            users = [w.metadata.name for w in workloads if derived_gates(line, cluster_features(cluster, [w]), flavour).get(name)]
-            users = users or [f"node pool {p.name}" for p in cluster.pools if p.mig_dynamic]  # DynamicMIG comes from pools
-            findings.add(intent.error(gates_path + (name,), f"{name} is set false, but workloads on this cluster need it ({', '.join(users)})",
+            if derived_gates(line, cluster_features(cluster, []), flavour).get(name):  # needed by the pools themselves
+                needs = "node pools of this cluster need it (" + ", ".join(p.name for p in cluster.pools if p.mig_dynamic) + ")"
+            else:
+                users = [w.metadata.name for w in workloads if derived_gates(line, cluster_features(cluster, [w]), flavour).get(name)]
+                needs = f"workloads on this cluster need it ({', '.join(users)})"
+            findings.add(intent.error(gates_path + (name,), f"{name} is set false, but {needs}",
                                       "remove the override; gpuc turns the gate on when a workload needs it"))
     effective = {n: g.default for n, g in known.items()}
     effective.update(derived)

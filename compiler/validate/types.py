@@ -134,7 +134,10 @@ _SEMVERISH = re.compile(r"^\d+(\.\d+){0,2}$")
 
 def normalize_version(raw: Any) -> str:
     """"8.0" -> "8.0.0"; the DRA CEL semver() needs three parts."""
-    text = str(raw).strip() if isinstance(raw, (str, int, float)) and not isinstance(raw, bool) else None
+    if isinstance(raw, float):  # YAML has already turned 550.90 into 550.9: what was written is lost
+        raise ValueError(f"a version must be quoted: YAML reads {raw} as a number, which drops trailing zeros (write \"{raw}\" "
+                         "as you mean it, e.g. \"550.90\")")
+    text = str(raw).strip() if isinstance(raw, (str, int)) and not isinstance(raw, bool) else None
     if text is None or not _SEMVERISH.fullmatch(text):
         raise ValueError(f"'{raw}' is not a version like \"8.0\" or \"550.54.15\"")
     parts = [str(int(p)) for p in text.split(".")]
