@@ -9,8 +9,10 @@ which worker finished first.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -125,11 +127,13 @@ def _workers(fleet: Fleet, clusters: list[str], jobs: int | None) -> int:
 
 
 def build_fleet(root: str | os.PathLike[str], only: str | None = None, options: CheckOptions = CheckOptions(),
-                previous_root: Path | None = None, jobs: int | None = None, placement: str = "gate") -> FleetBuild:
+                previous_root: Path | None = None, jobs: int | None = None, placement: str = "gate",
+                progress: Callable[[int, int], None] | None = None) -> FleetBuild:
     """Validate the fleet, then build every cluster (or just `only`); raises InputError for bad input.
 
     `placement`: "gate" plans every pod on the cluster's inventory and fails on unplaceable pods (render),
-    "warn" reports them as warnings (render --allow-infeasible), "skip" does not plan.
+    "warn" reports them as warnings (render --allow-infeasible), "skip" does not plan. `progress` is
+    told (clusters built, clusters) as each cluster finishes.
     """
     global _JOB
     with bulk_objects():
@@ -141,11 +145,17 @@ def build_fleet(root: str | os.PathLike[str], only: str | None = None, options: 
     _JOB = _Job(fleet, resolved, options, previous_root, placement)
     try:
         workers = _workers(fleet, names, jobs)
-        if workers == 1:
-            results = [build_cluster(n) for n in names]
-        else:
-            with multiprocessing.get_context("fork").Pool(workers) as pool:
-                results = pool.map(build_cluster, names, chunksize=1)
+        results: list[ClusterBuild] = []
+        with contextlib.ExitStack() as stack:
+            if workers == 1:
+                built: Iterable[ClusterBuild] = map(build_cluster, names)
+            else:
+                pool = stack.enter_context(multiprocessing.get_context("fork").Pool(workers))
+                built = pool.imap(build_cluster, names, chunksize=1)  # in cluster order, whichever worker finishes first
+            for result in built:
+                results.append(result)
+                if progress is not None:
+                    progress(len(results), len(names))
     finally:
         _JOB = None
     all_warnings = sorted(set(warnings) | {w for r in results for w in r.warnings})

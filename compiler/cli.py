@@ -53,7 +53,8 @@ def _build(args: argparse.Namespace, only: str | None, previous: Path | None, pl
     from .check.model import CheckOptions
 
     options = CheckOptions(tuple(Path(d) for d in args.crds or ()), args.require_crds, args.allow_replace)
-    built = build_fleet(args.fleet, only, options, previous, args.jobs, placement)
+    built = build_fleet(args.fleet, only, options, previous, args.jobs, placement,
+                        progress=_Progress("clusters built", "", min_total=10) if sys.stderr.isatty() else None)
     built.raise_if_failed(rendering)
     return built
 
@@ -80,26 +81,24 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 class _Progress:
-    """`placing pods on <cluster>: n/total` on a terminal, for plans long enough to notice."""
+    """`<what>: n/total` on a terminal, for work long enough to notice (placing pods, building clusters)."""
 
-    MIN_PODS = 2000
-
-    def __init__(self, cluster: str) -> None:
-        self.cluster = cluster
+    def __init__(self, what: str, where: str, min_total: int = 2000) -> None:
+        self.label = f"{what} {where}".strip()
+        self.min_total = min_total
         self.shown = -1
 
     def __call__(self, done: int, total: int) -> None:
-        if total < self.MIN_PODS:
+        if total < self.min_total:
             return
         step = done * 100 // total
         if step != self.shown:
             self.shown = step
-            print(f"\rplacing pods on {self.cluster}: {done}/{total}", end="" if done < total else "\n",
-                  file=sys.stderr, flush=True)
+            print(f"\r{self.label}: {done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True)
 
 
 def _progress_for(cluster: str):
-    return _Progress(cluster) if sys.stderr.isatty() else None
+    return _Progress("placing pods on", cluster) if sys.stderr.isatty() else None
 
 
 @functools.partial(_guarded, outcome="nothing was written")

@@ -182,3 +182,13 @@ def test_render_into_a_file_is_a_clear_error(tmp_path):
     target.write_text("x")
     result = gpuc("render", EXAMPLES, "-o", target, "--output", "json")
     assert result.code == 2 and json.loads(result.out)["diagnostics"][0]["message"] == "is a file; gpuc renders into a directory"
+
+
+def test_builds_report_progress_in_cluster_order(tmp_path):
+    from compiler.build import build_fleet
+
+    for jobs in (1, 2):  # in-process, and forked workers
+        seen: list[tuple[int, int]] = []
+        built = build_fleet(EXAMPLES, jobs=jobs, progress=lambda done, total: seen.append((done, total)))
+        assert seen == [(1, 3), (2, 3), (3, 3)]
+        assert [c.name for c in built.clusters] == ["lab", "prod-east", "staging"]
