@@ -182,7 +182,11 @@ def rendered_releases(tree: Path) -> dict[Key, dict[str, Any]]:
         for source in spec.get("sources", []):
             if "chart" not in source:
                 continue
-            values_file = source["helm"]["valueFiles"][0].split(f"/{tree.name}/", 1)[1]
+            helm = source["helm"]
+            # the comparison below knows releaseName and one values file: any other Helm setting Argo CD would
+            # apply (valuesObject, parameters, skipCrds, a second values file) must fail here, not drift silently
+            assert set(helm) == {"releaseName", "valueFiles"} and len(helm["valueFiles"]) == 1, (path.name, helm)
+            values_file = helm["valueFiles"][0].split(f"/{tree.name}/", 1)[1]
             namespace = spec["destination"]["namespace"]
             out[("HelmRelease", namespace, source["helm"]["releaseName"])] = {
                 "repository": source["repoURL"], "chart": source["chart"], "version": source["targetRevision"],
