@@ -1,8 +1,9 @@
 """The whole pipeline for `render` and `validate`: per cluster plan -> lower -> emit -> check.
 
 Clusters are independent once the fleet is validated, so large fleets are built in parallel: worker
-processes are forked after validation and inherit the validated fleet instead of receiving it, and
-each returns only its rendered files and findings. Small fleets stay in one process, where forking
+processes are forked after validation and inherit the validated fleet instead of receiving it. When
+rendering, each writes its clusters' files into the render's staging directory itself and returns only
+file names and findings, so writing overlaps compiling and no file text crosses back to the parent. Small fleets stay in one process, where forking
 would cost more than it saves. Results come back in cluster order, so output never depends on
 which worker finished first.
 """
@@ -20,7 +21,7 @@ from .check.model import CheckOptions, ClusterContext
 from .check.previous import PreviousTree
 from .check.run import OutputRejected, check_cluster, cluster_catalog
 from .diagnostics import Diagnostic, InfeasibleError, InputError
-from .emit.tree import cluster_files, unchanged_files
+from .emit.tree import cluster_files, stage_cluster, unchanged_files
 from .pipeline import compile_cluster, validate_fleet
 from .plan.allocator import plan_cluster_allocation
 from .plan.inventory.bulk import bulk_objects
@@ -33,7 +34,8 @@ PARALLEL_MIN_WORKLOADS = 2_000  # below this a fork costs more than it saves
 @dataclass
 class ClusterBuild:
     name: str
-    files: dict[str, str] = field(default_factory=dict)  # relative path -> text
+    files: dict[str, str] = field(default_factory=dict)  # relative path -> text; emptied once written to the staging directory
+    paths: list[str] = field(default_factory=list)  # the relative paths of `files`, sorted (kept when the texts are dropped)
     unchanged: set[str] = field(default_factory=set)  # files byte-identical to the previous render
     objects: int = 0
     releases: int = 0
@@ -77,6 +79,7 @@ class _Job:
     options: CheckOptions
     previous_root: Path | None
     placement: str  # "gate": unplaceable pods fail the build; "warn": they are warnings; "skip": no planning
+    staging: Path | None  # render: write each passing cluster to staging/new/<cluster> (emit.tree.stage_cluster)
 
 
 _JOB: _Job | None = None  # set before forking; the workers inherit it
@@ -97,6 +100,7 @@ def _build_cluster(name: str) -> ClusterBuild:
         result.infeasible = findings.errors
         return result
     result.files = cluster_files(compiled)
+    result.paths = sorted(result.files)
     result.objects, result.releases = len(compiled.objects), len(compiled.releases)
     previous_dir = job.previous_root / name if job.previous_root is not None else None
     if previous_dir is not None:
@@ -114,6 +118,9 @@ def _build_cluster(name: str) -> ClusterBuild:
             result.infeasible.extend(problems)
         else:
             result.warnings.extend(Diagnostic(d.file, d.line, d.path, d.message, d.hint, "warning") for d in problems)
+    if job.staging is not None and job.previous_root is not None and not (result.rejected or result.infeasible):
+        stage_cluster(job.previous_root, job.staging, name, result.files, result.unchanged)
+        result.files = {}
     return result
 
 
@@ -128,21 +135,31 @@ def _workers(fleet: Fleet, clusters: list[str], jobs: int | None) -> int:
 
 def build_fleet(root: str | os.PathLike[str], only: str | None = None, options: CheckOptions = CheckOptions(),
                 previous_root: Path | None = None, jobs: int | None = None, placement: str = "gate",
-                progress: Callable[[int, int], None] | None = None) -> FleetBuild:
+                progress: Callable[[int, int], None] | None = None, staging: Path | None = None) -> FleetBuild:
     """Validate the fleet, then build every cluster (or just `only`); raises InputError for bad input.
 
     `placement`: "gate" plans every pod on the cluster's inventory and fails on unplaceable pods (render),
     "warn" reports them as warnings (render --allow-infeasible), "skip" does not plan. `progress` is
-    told (clusters built, clusters) as each cluster finishes.
+    told (clusters built, clusters) as each cluster finishes. With `staging` (from emit.tree.stage_tree
+    in `previous_root`, the output directory), every cluster that passes is written there and its
+    ClusterBuild keeps only `paths`; the caller swaps the staged tree in.
     """
-    global _JOB
+    # One scope without the cyclic collector from validation to the last cluster: between the two, a
+    # full collection of the validated fleet's millions of objects would run just before forking.
     with bulk_objects():
-        fleet, resolved, warnings = validate_fleet(root)
+        return _build_fleet(root, only, options, previous_root, jobs, placement, progress, staging)
+
+
+def _build_fleet(root: str | os.PathLike[str], only: str | None, options: CheckOptions, previous_root: Path | None,
+                 jobs: int | None, placement: str, progress: Callable[[int, int], None] | None,
+                 staging: Path | None) -> FleetBuild:
+    global _JOB
+    fleet, resolved, warnings = validate_fleet(root)
     if only is not None and only not in resolved:
         raise InputError([Diagnostic(str(root), 0, "--cluster", f"no cluster named '{only}' in the fleet",
                                      f"clusters: {', '.join(resolved)}")])
     names = [n for n in resolved if only is None or n == only]
-    _JOB = _Job(fleet, resolved, options, previous_root, placement)
+    _JOB = _Job(fleet, resolved, options, previous_root, placement, staging)
     try:
         workers = _workers(fleet, names, jobs)
         results: list[ClusterBuild] = []

@@ -7,6 +7,7 @@ Heavy modules are imported inside each command so that `gpuc --help` starts inst
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import sys
@@ -47,14 +48,15 @@ def _guarded(run: Callable[[argparse.Namespace], int], outcome: str = "") -> Cal
     return wrapper
 
 
-def _build(args: argparse.Namespace, only: str | None, previous: Path | None, placement: str, rendering: bool = True):
+def _build(args: argparse.Namespace, only: str | None, previous: Path | None, placement: str, rendering: bool = True,
+           staging: Path | None = None):
     """Compile, emit, check and (placement) plan every cluster; raises on bad input (2), infeasible or refused output (1)."""
     from .build import build_fleet
     from .check.model import CheckOptions
 
     options = CheckOptions(tuple(Path(d) for d in args.crds or ()), args.require_crds, args.allow_replace)
     built = build_fleet(args.fleet, only, options, previous, args.jobs, placement,
-                        progress=_Progress("clusters built", "", min_total=10) if sys.stderr.isatty() else None)
+                        progress=_Progress("clusters built", "", min_total=10) if sys.stderr.isatty() else None, staging=staging)
     built.raise_if_failed(rendering)
     return built
 
@@ -101,33 +103,66 @@ def _progress_for(cluster: str):
     return _Progress("placing pods on", cluster) if sys.stderr.isatty() else None
 
 
-@functools.partial(_guarded, outcome="nothing was written")
-def cmd_render(args: argparse.Namespace) -> int:
+def _cannot_write(out: Path, reason: str):
     from .diagnostics import Diagnostic, InputError
-    from .emit.tree import foreign_targets, write_tree
 
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise InputError([Diagnostic(str(out), 0, "-o", "is a file; gpuc renders into a directory", "pass a directory path to -o")])
-    # the tree about to be replaced is the previous state
-    built = _build(args, args.cluster, out, placement="warn" if args.allow_infeasible else "gate")
-    trees = {c.name: c.files for c in built.clusters}
+    return InputError([Diagnostic(str(out), 0, "-o", f"cannot write the tree: {reason}; the previous tree is unchanged",
+                                  "check the directory's permissions and free space")])
+
+
+def _check_targets(out: Path, clusters: list[str]) -> None:
+    """Refuse to replace out/<cluster> directories that hold something gpuc did not write."""
+    from .diagnostics import Diagnostic, InputError
+    from .emit.tree import foreign_targets
+
     try:
-        foreign = foreign_targets(out, list(trees))
+        foreign = foreign_targets(out, clusters)
     except OSError as exc:
         raise InputError([Diagnostic(str(out), 0, "-o", f"cannot read the output directory: {exc.strerror or exc}",
                                      "check the directory's permissions")]) from None
     if foreign:
         raise InputError([Diagnostic(str(p), 0, "-o", "holds files gpuc did not write, and a render replaces it whole",
                                      "move them elsewhere, or render into another directory") for p in foreign])
+
+
+@functools.partial(_guarded, outcome="nothing was written")
+def cmd_render(args: argparse.Namespace) -> int:
+    """Build every cluster into a staging directory inside -o (the workers write it), then swap it in:
+    nothing in -o changes unless every cluster passed and every file was written."""
+    import shutil
+
+    from .diagnostics import Diagnostic, InputError
+    from .emit.tree import StagingError, stage_tree, swap_in
+
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise InputError([Diagnostic(str(out), 0, "-o", "is a file; gpuc renders into a directory", "pass a directory path to -o")])
+    created = not out.exists()
     try:
-        write_tree(out, trees, prune_other_clusters=args.cluster is None, reuse={c.name: c.unchanged for c in built.clusters})
+        staging = stage_tree(out)
     except OSError as exc:
-        raise InputError([Diagnostic(str(out), 0, "-o", f"cannot write the tree: {exc.strerror or exc}; the previous tree is unchanged",
-                                     "check the directory's permissions and free space")]) from None
+        raise _cannot_write(out, exc.strerror or str(exc)) from None
+    done = False
+    try:
+        # the tree about to be replaced is the previous state
+        built = _build(args, args.cluster, out, placement="warn" if args.allow_infeasible else "gate", staging=staging)
+        trees = {c.name: c.paths for c in built.clusters}
+        _check_targets(out, list(trees))
+        try:
+            swap_in(out, staging, list(trees), prune_other_clusters=args.cluster is None)
+        except OSError as exc:
+            raise _cannot_write(out, exc.strerror or str(exc)) from None
+        done = True
+    except StagingError as exc:  # a build worker could not write its cluster
+        raise _cannot_write(out, str(exc)) from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        if created and not done:
+            with contextlib.suppress(OSError):
+                out.rmdir()  # a failed first render leaves no empty directory behind
     if args.output == "json":
         print(json.dumps({"ok": True, "out": str(args.out),
-                          "clusters": {n: sorted(files) for n, files in trees.items()},
+                          "clusters": trees,
                           "warnings": [w.as_dict() for w in built.warnings]}, indent=2))
     else:
         _print_diagnostics(built.warnings, False)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..cel import CelEvaluationError, Problem, Published, check_expression, compile_selector
+from ..cel import Problem, Published, check_expression, compile_selector
 from ..diagnostics import Diagnostic, Path, did_you_mean, format_path
 from ..facts.driver import driver_lines
 from ..load.yaml_source import SourceDoc
@@ -21,6 +21,7 @@ from ..plan.allocator.pods import device_classes
 from ..plan.allocator.reasons import pretty, values_hint
 from ..plan.allocator.requests import ClaimError, DeviceClass, parse_claim_spec, parse_device_class
 from ..plan.inventory import Device, Inventory, published
+from ..plan.inventory.selection import select
 from ..validate.intents import Require
 
 
@@ -78,6 +79,7 @@ class _Checker:
         self.compiled = compiled
         self.cluster = compiled.cluster
         self.published: Published = published(compiled.cluster.driver)
+        self.inventory = inventory
         self.devices = list(inventory.devices)
         self.classes = device_classes(compiled)
         self.findings: list[Diagnostic] = []
@@ -100,17 +102,11 @@ class _Checker:
         """The devices of `devices` that `text` matches, how many it fails on, and the first failure."""
         found = self._steps.get(key)
         if found is None:
-            selector = compile_selector(text)
-            matched: list[Device] = []
-            failed, failure = 0, ""
-            for device in devices:
-                try:
-                    if selector.matches(device):
-                        matched.append(device)
-                except CelEvaluationError as exc:
-                    failed += 1
-                    failure = failure or f"{device.driver}/{device.name}: {exc}"
-            found = self._steps[key] = (matched, failed, failure)
+            indices, failures = select(self.inventory, compile_selector(text), tuple(d.index for d in devices))
+            every = self.inventory.devices
+            first = next(iter(failures), None)
+            failure = "" if first is None else f"{every[first].driver}/{every[first].name}: {failures[first]}"
+            found = self._steps[key] = ([every[i] for i in indices], len(failures), failure)
         return found
 
     def add(self, origin: SourceDoc, path: Path, message: str, hint: str = "", severity: str = "error") -> None:
@@ -163,14 +159,14 @@ class _Checker:
     def class_devices(self, cls: DeviceClass) -> list[Device]:
         found = self._class_devices.get(cls.name)
         if found is None:
-            found = list(self.devices)
+            indices = tuple(range(len(self.devices)))
             for text in cls.selectors:
                 try:
                     selector = compile_selector(text)
                 except ValueError:
                     return []
-                found = [d for d in found if _matches(selector, d)]
-            self._class_devices[cls.name] = found
+                indices = select(self.inventory, selector, indices)[0]  # a device a selector fails on is not selected
+            found = self._class_devices[cls.name] = [self.devices[i] for i in indices]
         return found
 
     def device_class(self, obj: KubeObject) -> None:
@@ -209,13 +205,6 @@ class _Checker:
             if attribute not in self.published.attributes.get(domain, {}):
                 self.add(obj.origin, ("spec", "gpu"), f"{name}: matchAttribute {constraint.attribute} is not published by "
                          f"driver {self.cluster.spec.dra_driver.version}, so no device can satisfy the constraint")
-
-
-def _matches(selector: Any, device: Device) -> bool:
-    try:
-        return selector.matches(device)
-    except CelEvaluationError:
-        return False
 
 
 def check_selectors(compiled: CompiledCluster, inventory: Inventory) -> list[Diagnostic]:

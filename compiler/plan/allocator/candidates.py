@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...cel import CelCompileError, CelEvaluationError, Selector, compile_selector
+from ...cel import CelCompileError, Selector, compile_selector
 from ..inventory import Device, Inventory, PoolState
+from ..inventory.selection import select
 from .nodes import node_matches
 from .requests import ClaimError, DeviceClass, Option
 
@@ -62,27 +63,16 @@ class DeviceIndex:
 
     # ------------------------------------------------------------------------------- matching
     def _evaluate(self, selectors: list[Selector], candidates: list[int], errors: dict[int, str]) -> list[int]:
+        """`candidates` that pass every selector, plus those in `errors` or on which a selector fails (added
+        to `errors`), in candidate order. Devices with binding conditions are never candidates."""
         devices = self.inventory.devices
-        out: list[int] = []
-        for i in candidates:
-            if i in errors:
-                out.append(i)
-                continue
-            device = devices[i]
-            if device.binding_conditions:
-                continue
-            selector = None
-            try:
-                for selector in selectors:
-                    if not selector.matches(device):
-                        break
-                else:
-                    out.append(i)
-            except CelEvaluationError as exc:
-                assert selector is not None
-                errors[i] = f"CEL selector `{selector.text}` failed on device {self.describe(i)}: {exc}"
-                out.append(i)
-        return out
+        remaining = tuple(i for i in candidates if i not in errors and not devices[i].binding_conditions)
+        for selector in selectors:
+            remaining, failures = select(self.inventory, selector, remaining)
+            for i, message in failures.items():
+                errors[i] = f"CEL selector `{selector.text}` failed on device {self.describe(i)}: {message}"
+        keep = set(remaining)
+        return [i for i in candidates if i in keep or i in errors]
 
     def class_match(self, name: str) -> tuple[list[int], dict[int, str]]:
         cached = self._class_matches.get(name)

@@ -102,6 +102,9 @@ class Inventory:
     # (driver, pool) -> counter set -> counters, over the pool's current slices: 1.35 keeps counter sets in
     # slices of their own, so a device's counters are looked up in its pool, never only in its slice.
     counter_sets: dict[tuple[str, str], dict[str, dict[str, Quantity]]] = field(init=False, repr=False)
+    # (selector text, device positions) -> the selection.select result, shared by the checks and the planner
+    selections: dict[tuple[str, tuple[int, ...]], tuple[tuple[int, ...], dict[int, str]]] = field(
+        init=False, repr=False, compare=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.by_name = {n.name: n for n in self.nodes}
