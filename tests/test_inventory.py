@@ -206,3 +206,17 @@ def test_builtin_class_selectors_are_the_chart_templates_verbatim():
             name = re.search(r"^  name: (\S+)", text, re.M).group(1)
             found[name] = re.search(r'expression: "(.*)"', text).group(1)
         assert {n: c.selector for n, c in builtin_classes(line).items()} == found, line.id
+
+
+def test_attributes_copied_across_a_pools_nodes_equal_computing_them_per_node(monkeypatch):
+    """Synthesis computes a device's attributes on the first node of its pool and copies them, replacing only
+    the attributes listed in _PER_NODE. An attribute that varies by node but is missing from that list
+    would be copied wrongly: compare against computing every attribute on every node."""
+    from compiler.pipeline import compile_fleet
+    from compiler.plan.inventory import synth
+    from conftest import EXAMPLES
+
+    compiled = list(compile_fleet(EXAMPLES).clusters.values())
+    fast = [inventory_list(synthesize_for(c)) for c in compiled]
+    monkeypatch.setattr(synth._Builder, "attributes", lambda self, ctx, plan, place: synth._attributes(ctx, plan))
+    assert [inventory_list(synthesize_for(c)) for c in compiled] == fast

@@ -192,3 +192,20 @@ def test_builds_report_progress_in_cluster_order(tmp_path):
         built = build_fleet(EXAMPLES, jobs=jobs, progress=lambda done, total: seen.append((done, total)))
         assert seen == [(1, 3), (2, 3), (3, 3)]
         assert [c.name for c in built.clusters] == ["lab", "prod-east", "staging"]
+
+
+def test_forked_workers_stage_nothing_visible_when_one_cluster_fails(fleet, tmp_path):
+    """Workers write their clusters into a staging directory: a failure in another worker must leave
+    the previous tree exactly as it was and no staging directory behind."""
+    clusters = [cluster_doc("c1"), cluster_doc("c2")]
+    good = fleet(clusters=clusters, workloads={"w.yaml": [workload_doc("w", gpu={"count": 1})]})
+    out = tmp_path / "out"
+    assert gpuc("render", good, "-o", out, "--jobs", "2").code == 0
+    before = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    unmatched = "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA B300'"
+    bad = fleet(clusters=clusters, workloads={"w.yaml": [workload_doc("w", gpu={"count": 1}),
+                                                         workload_doc("x", clusters=["c2"], gpu={"count": 1, "require": {"cel": [unmatched]}})]})
+    result = gpuc("render", bad, "-o", out, "--jobs", "2")
+    assert result.code == 1 and "matches none" in result.err
+    assert {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in out.iterdir()) == ["c1", "c2"]
