@@ -31,6 +31,6 @@ def check_expression(text: str, published: Published | None = None) -> list[Prob
 
 __all__ = [
     "Analysis", "CelCompileError", "CelEvaluationError", "DeviceData", "Problem", "Published", "Quantity",
-    "QuantityError", "Ref", "Selector", "Semver", "SemverError", "analyse", "check_expression", "compile_selector",
+    "QuantityError", "Ref", "Selector", "Semver", "SemverError", "analyse", "check_expression", "compile_selector", "environment",
     "parse", "parse_quantity",
 ]
