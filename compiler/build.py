@@ -86,11 +86,7 @@ _JOB: _Job | None = None  # set before forking; the workers inherit it
 
 
 def build_cluster(name: str) -> ClusterBuild:
-    with bulk_objects():
-        return _build_cluster(name)
-
-
-def _build_cluster(name: str) -> ClusterBuild:
+    """Runs inside build_fleet's bulk_objects scope: in process, or in a worker forked within it."""
     job = _JOB
     assert job is not None
     cluster = job.clusters[name]

@@ -78,21 +78,13 @@ class NodeRow:
 class PoolMap:
     name: str
     allocation: str
-    node_count: int
+    nodes: int
     gpus: int
     gpus_used: int
     devices: int
     devices_used: int
     rows: list[NodeRow]
     held: dict[str, tuple[int, int]] = field(default_factory=dict)  # workload -> (devices held, nodes), most first
-
-    @property
-    def nodes(self) -> int:
-        return self.node_count
-
-    @property
-    def detailed(self) -> int:
-        return sum(1 for r in self.rows if not r.by_shape)
 
 
 @dataclass

@@ -274,14 +274,9 @@ def _feasible(compilation: Compilation | None, name: str) -> bool | None:
 
 
 def _plan(compiled: CompiledCluster | None):
-    if compiled is None:
-        return None
-    from ...plan.allocator import plan_cluster_allocation
-    from ...plan.inventory import synthesize_for
-    from ...plan.inventory.bulk import bulk_objects
+    from ...plan.allocator import plan_compiled
 
-    with bulk_objects():
-        return plan_cluster_allocation(compiled, synthesize_for(compiled))
+    return plan_compiled(compiled) if compiled is not None else None
 
 
 def compare(base: Compilation | None, head: Compilation, base_ref: str, base_problems: list[Diagnostic] | None = None) -> FleetDiff:

@@ -26,19 +26,22 @@ def plan_cluster_allocation(compiled, inventory: Inventory, progress: Progress |
     return plan_pods(compiled.cluster, inventory, device_classes(compiled), cluster_pods(compiled), progress)
 
 
+def plan_compiled(compiled, slices: str | Path | None = None, progress: Progress | None = None) -> AllocationPlan:
+    """Plan a CompiledCluster on its synthesized inventory, or on exported `slices`."""
+    with bulk_objects():
+        inventory = load_slices(slices, compiled.cluster, compiled.node_labels) if slices else synthesize_for(compiled)
+        return plan_cluster_allocation(compiled, inventory, progress)
+
+
 def plan_compilation(compilation, slices: str | Path | None = None,
                      progress: Callable[[str], Progress | None] | None = None) -> list[AllocationPlan]:
     """Plan every compiled cluster on its synthesized inventory, or (one cluster) on exported `slices`."""
-    plans = []
-    for name, compiled in compilation.clusters.items():
-        with bulk_objects():
-            inventory = load_slices(slices, compiled.cluster, compiled.node_labels) if slices else synthesize_for(compiled)
-            plans.append(plan_cluster_allocation(compiled, inventory, progress(name) if progress else None))
-    return plans
+    return [plan_compiled(compiled, slices, progress(name) if progress else None)
+            for name, compiled in compilation.clusters.items()]
 
 
 __all__ = [
     "AllocationPlan", "ClaimError", "ClaimSpec", "Constraint", "DeviceClass", "Option", "PlacedClaim", "PlacedDevice",
     "Pod", "PodClaim", "PodOutcome", "PoolUsage", "Progress", "Request", "channel_claim_spec", "cluster_pods",
-    "device_classes", "parse_claim_spec", "placement_order", "plan_cluster_allocation", "plan_compilation", "plan_pods",
+    "device_classes", "parse_claim_spec", "placement_order", "plan_cluster_allocation", "plan_compilation", "plan_compiled", "plan_pods",
 ]

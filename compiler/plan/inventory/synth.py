@@ -203,7 +203,8 @@ class _Builder:
         self.defaults = defaults
         self.gpu_facts = _attribute_plan(device_attributes(setup.line, "gpu"), setup.gates)
         self.mig_facts = _attribute_plan(device_attributes(setup.line, "mig"), setup.gates)
-        self._templates: dict[tuple, dict[str, dict[str, AttrValue]]] = {}  # device's place on a node -> attributes
+        # device's place on a node -> its attributes on the first node, and the plan entries that differ per node
+        self._templates: dict[tuple, tuple[dict[str, dict[str, AttrValue]], Plan]] = {}
         self.partitions = partition_ids(pool.spec.gpu.count)
         self.offered = set(pool.partitions)
         self.full_capacity = {GPU_DRIVER: {"memory": Quantity.of_bytes(model.memory_bytes)}}
@@ -219,11 +220,12 @@ class _Builder:
         The nodes of a pool are identical but for their UUIDs, so the attributes are computed for the
         first node and copied, UUIDs replaced, for the others: a tenth of the cost at thousands of GPUs.
         """
-        template = self._templates.get(place)
-        if template is None:
-            template = self._templates[place] = _attributes(ctx, plan)
+        cached = self._templates.get(place)
+        if cached is None:
+            cached = self._templates[place] = (_attributes(ctx, plan), _per_node(plan))
+        template, per_node = cached
         out = {domain: dict(values) for domain, values in template.items()}
-        for source, domain, ident in _per_node(plan):
+        for source, domain, ident in per_node:
             value = source(ctx)
             if value is not None:
                 out[domain][ident] = value
