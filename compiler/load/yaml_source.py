@@ -133,16 +133,18 @@ def check_nesting(text: str, file: str) -> None:
     """Refuse nesting deeper than MAX_DEPTH before a parser recurses into it (brackets inside quotes
     count too: no real intent or export has 64 unbalanced ones)."""
     depth = 0
-    for m in _FLOW_BRACKET.finditer(text):
+    openers = text.count("[") + text.count("{")
+    for m in _FLOW_BRACKET.finditer(text) if openers > MAX_DEPTH else ():  # fewer openers cannot nest deeper
         if m.group() in "[{":
             depth += 1
             if depth > MAX_DEPTH:
                 raise _nesting_error(file, text.count("\n", 0, m.start()) + 1)
         elif depth:
             depth -= 1
-    deep = _COMPACT_SEQUENCE.search(text)
-    if deep:
-        raise _nesting_error(file, text.count("\n", 0, deep.start()) + 1)
+    for number, line in enumerate(text.split("\n"), 1):
+        # a run of MAX_DEPTH indicators sits on one line at least twice as long ([ \t] excludes newlines)
+        if len(line) >= 2 * MAX_DEPTH and _COMPACT_SEQUENCE.search(line):
+            raise _nesting_error(file, number)
 
 
 def _nesting_error(file: str, line: int) -> InputError:

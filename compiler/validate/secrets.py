@@ -66,9 +66,28 @@ def _strings(value: Any) -> Iterator[tuple[tuple, str]]:
             yield path, node
 
 
+def _any_credential(value: Any, public: frozenset[str]) -> bool:
+    """Whether any string in `value` looks like a credential: the scan of every document, without the
+    paths that only a finding needs."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            if credential_kind(node):
+                return True
+        elif isinstance(node, dict):
+            stack.extend(child for key, child in node.items() if key not in public)
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
 def scan_document(doc: SourceDoc) -> tuple[list[Diagnostic], set[str]]:
     """Findings for credential-looking values, and the values themselves (to redact from other messages)."""
-    findings, values = [], set()
+    findings: list[Diagnostic] = []
+    values: set[str] = set()
+    if not _any_credential(doc.value, _rules()[2]):
+        return findings, values
     for path, text in _strings(doc.value):
         kind = credential_kind(text)
         if kind:
