@@ -31,12 +31,17 @@ _UNSAFE = re.compile("[^\x09\x0a\x0d\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\uff
 _STR_TAG = "tag:yaml.org,2002:str"
 
 
-@lru_cache(maxsize=65536)
 def _plain(text: str) -> bool:
     """Whether `text` can be written without quotes and still read back as this very string."""
     if not _PLAIN_CANDIDATE.fullmatch(text) or text.endswith((" ", ":")) or ": " in text or " #" in text:
         return False
     return _RESOLVER.resolve(yaml.ScalarNode, text, (True, False)) == _STR_TAG
+
+
+@lru_cache(maxsize=65536)
+def _text(value: str) -> str:
+    """A string scalar as written: keys and most values repeat across thousands of manifests."""
+    return value if _plain(value) else _quote(value)
 
 
 def _quote(text: str) -> str:
@@ -52,6 +57,8 @@ def _block_ok(text: str) -> bool:
 
 
 def _scalar(value: Any) -> str:
+    if value.__class__ is str:
+        return _text(value)
     if value is None:
         return "null"
     if value is True:
@@ -67,7 +74,7 @@ def _scalar(value: Any) -> str:
             return ".inf" if value > 0 else "-.inf"
         text = repr(value)
         return text.replace("e", ".0e") if "e" in text and "." not in text else text  # YAML 1.1 floats need a dot
-    if isinstance(value, str):
+    if isinstance(value, str):  # a str subclass (an enum's value): not cached
         return value if _plain(value) else _quote(value)
     raise TypeError(f"cannot emit {type(value).__name__} as YAML")
 
@@ -83,7 +90,7 @@ def _emit(value: Any, indent: str, out: list[str]) -> None:
     """Append the block-style YAML of a map or list whose items start at `indent`."""
     if isinstance(value, dict):
         for key, child in value.items():
-            k = _scalar(str(key))
+            k = _text(key) if key.__class__ is str else _scalar(str(key))
             if isinstance(child, dict) and child:
                 out.append(f"{indent}{k}:\n")
                 _emit(child, indent + "  ", out)
@@ -93,7 +100,7 @@ def _emit(value: Any, indent: str, out: list[str]) -> None:
             elif isinstance(child, str) and "\n" in child and _block_ok(child):
                 out.append(f"{indent}{k}: {_block(child, indent + '  ')}\n")
             else:
-                out.append(f"{indent}{k}: {_empty(child) or _scalar(child)}\n")
+                out.append(f"{indent}{k}: {_text(child) if child.__class__ is str else _empty(child) or _scalar(child)}\n")
     else:
         for item in value:
             if isinstance(item, dict) and item:
