@@ -326,5 +326,15 @@ def main(argv: list[str] | None = None) -> int:
     return args.func(args)
 
 
-if __name__ == "__main__":  # pragma: no cover
+def run() -> None:
+    """The `gpuc` process. A run is a batch job of a few seconds that builds millions of long-lived,
+    acyclic objects (the validated fleet, inventories): without the cyclic collector, which would
+    rescan them all (0.25 s of a 20,000-workload render), and reference counting frees the rest."""
+    import gc
+
+    gc.disable()
     sys.exit(main())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    run()
