@@ -48,14 +48,25 @@ def _guarded(run: Callable[[argparse.Namespace], int], outcome: str = "") -> Cal
     return wrapper
 
 
+def _prepare_build(clusters) -> None:
+    """While a large fleet's workload files parse in worker processes: the build's imports (a quarter
+    second) and the caches its workers will inherit."""
+    from .build import warm_caches
+
+    warm_caches(clusters)
+
+
 def _build(args: argparse.Namespace, only: str | None, previous: Path | None, placement: str, rendering: bool = True,
            staging: Path | None = None):
     """Compile, emit, check and (placement) plan every cluster; raises on bad input (2), infeasible or refused output (1)."""
+    from .load.fleet import load_fleet
+
+    files = load_fleet(args.fleet, meanwhile=_prepare_build)  # a large fleet parses in workers meanwhile
     from .build import build_fleet
     from .check.model import CheckOptions
 
     options = CheckOptions(tuple(Path(d) for d in args.crds or ()), args.require_crds, args.allow_replace)
-    built = build_fleet(args.fleet, only, options, previous, args.jobs, placement,
+    built = build_fleet(files, only, options, previous, args.jobs, placement,
                         progress=_Progress("clusters built", "", min_total=10) if sys.stderr.isatty() else None, staging=staging)
     built.raise_if_failed(rendering)
     return built

@@ -7,10 +7,12 @@ explain), so they all see the same compiled objects.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .diagnostics import Diagnostic, Findings, InfeasibleError, InputError
-from .load.fleet import load_fleet
+from .load.fleet import FleetFiles, load_fleet
+from .load.yaml_source import SourceDoc
 from .lower import lower_cluster
 from .lower.graph import CompiledCluster
 from .plan import plan_cluster
@@ -27,10 +29,12 @@ class Compilation:
     infeasible: dict[str, list[Diagnostic]] = field(default_factory=dict)  # only when compiled leniently
 
 
-def validate_fleet(root: str | os.PathLike[str]) -> tuple[Fleet, dict[str, ResolvedCluster], list[Diagnostic]]:
-    """Load and validate; raises InputError (exit 2) with every finding."""
+def validate_fleet(source: str | os.PathLike[str] | FleetFiles, meanwhile: Callable[[list[SourceDoc]], None] | None = None,
+                   ) -> tuple[Fleet, dict[str, ResolvedCluster], list[Diagnostic]]:
+    """Load (unless `source` is already loaded) and validate; raises InputError (exit 2) with every
+    finding. `meanwhile`: see load_fleet."""
     findings = Findings()
-    files = load_fleet(root)
+    files = source if isinstance(source, FleetFiles) else load_fleet(source, meanwhile)
     findings.extend(files.warnings)
     fleet = build_fleet(files, findings)
     findings.raise_if_errors()

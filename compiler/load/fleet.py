@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..diagnostics import Diagnostic, Findings, InputError
+from .parallel import read_files
 from .yaml_source import SourceDoc, decode, parse_documents
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -90,7 +92,9 @@ def read_documents(path: Path, display: str) -> list[SourceDoc]:
     return docs
 
 
-def load_fleet(root: str | os.PathLike[str]) -> FleetFiles:
+def load_fleet(root: str | os.PathLike[str], meanwhile: Callable[[list[SourceDoc]], None] | None = None) -> FleetFiles:
+    """Every document of the fleet. Large fleets are parsed on every core (load.parallel); while the
+    workers parse the workload files, `meanwhile` runs in this process with the (unvalidated) cluster documents."""
     root = Path(root)
     if not root.is_dir():
         what = "is a file, not a fleet directory" if root.exists() else "fleet directory does not exist"
@@ -101,21 +105,24 @@ def load_fleet(root: str | os.PathLike[str]) -> FleetFiles:
         findings.add(Diagnostic(str(root), 0, "clusters/", "fleet has no clusters/*.yaml",
                                 "create clusters/<name>.yaml with a `kind: Cluster` document"))
 
-    def collect(files: list[Path]) -> list[SourceDoc]:
-        docs: list[SourceDoc] = []
+    def collect(files: list[Path], meanwhile: Callable[[], None] | None = None) -> list[SourceDoc]:
+        readable = []
         for file in files:
             display = file.relative_to(root).as_posix()
             if _escapes(root, file):
                 findings.add(Diagnostic(display, 0, "(file)", "is a symbolic link to a file outside the fleet directory",
                                         "copy the file into the fleet instead of linking to it"))
-                continue
-            try:
-                docs.extend(read_documents(file, display))
-            except InputError as exc:
-                findings.extend(exc.diagnostics)
+            else:
+                readable.append((file, display))
+        docs: list[SourceDoc] = []
+        for ok, parsed in read_files(readable, read_documents, meanwhile):
+            if ok:
+                docs.extend(parsed)  # type: ignore[arg-type]
+            else:
+                findings.extend(parsed)  # type: ignore[arg-type]
         return docs
 
     clusters = collect(_yaml_files(clusters_dir, recursive=False))
-    workloads = collect(_yaml_files(root / "workloads", recursive=True))
+    workloads = collect(_yaml_files(root / "workloads", recursive=True), meanwhile and (lambda: meanwhile(clusters)))
     findings.raise_if_errors()
     return FleetFiles(root, clusters, workloads, _unread(root))

@@ -1,0 +1,94 @@
+"""Large fleets parse in forked workers (compiler.load.parallel): the documents, the findings and the
+rendered tree must be exactly what a serial load gives."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import compiler.load.parallel as parallel
+from compiler.build import warm_caches
+import compiler.load.fleet as fleet
+from compiler.load.fleet import load_fleet, read_documents
+from compiler.load.yaml_source import SourceDoc
+from conftest import EXAMPLES, GOLDEN, gpuc
+from test_render import read_tree
+
+
+def _snapshot(docs: list[SourceDoc]) -> list[tuple]:
+    return [(d.file, d.index, d.value, d.start_line, d.text) for d in docs]
+
+
+@pytest.fixture
+def always_parallel(monkeypatch):
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "_cores", lambda: 2)
+
+
+def _load(root, **kwargs):
+    files = load_fleet(root, **kwargs)
+    return _snapshot(files.clusters), _snapshot(files.workloads), files.warnings
+
+
+def test_parallel_load_gives_the_serial_documents(tmp_path, monkeypatch):
+    serial = _load(EXAMPLES)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "_cores", lambda: 2)
+    readers = tmp_path / "readers"
+
+    def read(path, display):  # records which process parsed each file
+        with open(readers, "a") as fh:
+            fh.write(f"{os.getpid()} {display}\n")
+        return read_documents(path, display)
+
+    monkeypatch.setattr(fleet, "read_documents", read)
+    seen = []
+    assert _load(EXAMPLES, meanwhile=lambda clusters: seen.append([d.file for d in clusters])) == serial
+    assert seen == [[d[0] for d in serial[0]]]  # the parent ran `meanwhile` with the cluster documents, once
+    workload_readers = {line.split()[0] for line in readers.read_text().splitlines() if " workloads/" in line}
+    assert workload_readers and str(os.getpid()) not in workload_readers  # workers parsed the workload files
+
+
+def test_small_fleets_parse_in_process():
+    seen = []
+    load_fleet(EXAMPLES, meanwhile=seen.append)
+    assert seen == []  # no workers, so nothing to overlap
+
+
+def _broken_fleet(root):
+    (root / "clusters").mkdir(parents=True)
+    (root / "clusters" / "a.yaml").write_text((EXAMPLES / "clusters" / "lab.yaml").read_text())
+    workloads = root / "workloads"
+    workloads.mkdir()
+    for i in range(6):
+        (workloads / f"ok-{i}.yaml").write_text(f"apiVersion: gpuc.dev/v1alpha1\nkind: GpuWorkload\nmetadata:\n  name: w{i}\n")
+    (workloads / "tabs.yaml").write_text("a:\n\tb: 1\n")
+    (workloads / "dup.yaml").write_text("kind: GpuWorkload\nkind: GpuWorkload\n")
+    (workloads / "deep.yaml").write_text("x: " + "[" * 100 + "]" * 100 + "\n")
+    return root
+
+
+def test_worker_findings_equal_the_serial_ones(tmp_path, monkeypatch):
+    root = _broken_fleet(tmp_path)
+    with pytest.raises(Exception) as serial:
+        load_fleet(root)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "_cores", lambda: 2)
+    with pytest.raises(Exception) as forked:
+        load_fleet(root)
+    assert forked.type is serial.type
+    assert forked.value.diagnostics == serial.value.diagnostics
+    assert {d.file for d in forked.value.diagnostics} == {"workloads/tabs.yaml", "workloads/dup.yaml", "workloads/deep.yaml"}
+
+
+def test_render_with_parallel_parsing_matches_the_golden_files(tmp_path, always_parallel):
+    out = tmp_path / "out"
+    assert gpuc("render", EXAMPLES, "-o", out).code == 0
+    assert read_tree(out) == read_tree(GOLDEN)
+
+
+@pytest.mark.parametrize("version", ["9.99", "v1.34.2", ["1.34"], None, "banana", 1.34])
+def test_cache_warming_never_fails_on_unvalidated_clusters(version):
+    doc = SourceDoc("clusters/x.yaml", 0, {"kind": "Cluster", "spec": {"kubernetesVersion": version}})
+    warm_caches([doc, SourceDoc("clusters/y.yaml", 0, ["not", "a", "map"])])  # validation reports these, not the warm-up
