@@ -104,9 +104,16 @@ def write_file_atomically(path: Path, text: str) -> None:
 
 def write_file(path: Path, text: str) -> None:
     """One rendered file. No fsync: the swap protects readers from a half-written tree when gpuc fails
-    or is killed; a tree lost to a power cut is rebuilt byte for byte by rendering again."""
-    with open(path, "w", encoding="utf-8", newline="\n") as fh:
-        fh.write(text)
+    or is killed; a tree lost to a power cut is rebuilt byte for byte by rendering again. Written with
+    plain os calls: a render creates tens of thousands of files, and open()'s text layer costs four more
+    system calls per file (fstat, ioctl, two lseeks) than creating and writing it does."""
+    data = memoryview(text.encode("utf-8"))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:
+        while data:
+            data = data[os.write(fd, data):]
+    finally:
+        os.close(fd)
 
 
 def unchanged_files(directory: Path, files: dict[str, str]) -> set[str]:
