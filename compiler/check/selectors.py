@@ -9,6 +9,7 @@ earlier ones let through, so "matches nothing" names the selector that cut the l
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from ..cel import Problem, Published, check_expression, compile_selector
@@ -128,20 +129,24 @@ class _Checker:
 
     def chain(self, obj: KubeObject, label: str, texts: tuple[str, ...], devices: list[Device], scope: str) -> None:
         """Check `texts` in order, each over the devices the earlier ones matched (`scope` names `devices`)."""
-        paths, base = selector_paths(obj.origin, self._floors.get(obj.origin.ref))
+        located = functools.cache(lambda: selector_paths(obj.origin, self._floors.get(obj.origin.ref)))
+
+        def where(text: str) -> Path:  # the intent field behind `text`, worked out only when there is a finding
+            paths, base = located()
+            return paths.get(text, base)
+
         for i, text in enumerate(texts):
-            path = paths.get(text, base)
             problems = self.problems(text)
             if any(p.code == "too-long" for p in problems):
                 return  # the DRA-limits check reports the length; the API server compiles nothing longer
             for p in problems:
-                self.add(obj.origin, path, f"{label}: selector `{text}`: {p.message}", self._hint(p), p.severity)
+                self.add(obj.origin, where(text), f"{label}: selector `{text}`: {p.message}", self._hint(p), p.severity)
             if any(p.severity == "error" for p in problems):
                 return
             matched, failed, failure = self.step((scope, texts[: i + 1]), text, devices)
             if failed:
                 scope_text = f"every one of the {failed} devices" if failed == len(devices) else f"{failed} of {len(devices)} devices, first"
-                self.add(obj.origin, path, f"{label}: selector `{text}` fails on {scope_text} {failure}; the scheduler aborts "
+                self.add(obj.origin, where(text), f"{label}: selector `{text}` fails on {scope_text} {failure}; the scheduler aborts "
                          "allocation when it reaches such a device", "guard the read with has(...), or narrow the class first")
                 if failed == len(devices):
                     return
@@ -149,10 +154,10 @@ class _Checker:
                 message = (f"{label}: selector {pretty(text)} matches none of the {len(devices)} devices "
                            f"of cluster '{self.cluster.name}' that get this far" + values_hint(text, devices))
                 if obj.kind == "DeviceClass" and obj.name not in self.used_classes:  # inert here: a platform class for other clusters
-                    self.add(obj.origin, path, message + "; no workload on this cluster uses the class",
+                    self.add(obj.origin, where(text), message + "; no workload on this cluster uses the class",
                              f"list the clusters it is for in the class's spec.clusters (this is '{self.cluster.name}')", "warning")
                 else:
-                    self.add(obj.origin, path, message, "relax the requirement, or check the cluster's devices with `gpuc inventory`")
+                    self.add(obj.origin, where(text), message, "relax the requirement, or check the cluster's devices with `gpuc inventory`")
                 return
             devices = matched
 
