@@ -122,7 +122,7 @@ _PER_NODE_SOURCES = frozenset(_VALUES[name] for name in _PER_NODE)
 def _stable_uuid(*parts: object) -> str:
     """str(uuid.UUID(bytes=sha256(parts)[:16], version=4)), formatted directly: one per GPU and MIG
     device, and uuid.UUID's validation doubled the cost."""
-    raw = bytearray(hashlib.sha256("/".join(str(p) for p in parts).encode()).digest()[:16])
+    raw = bytearray(hashlib.sha256("/".join(map(str, parts)).encode()).digest()[:16])
     raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
     raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
     h = raw.hex()
@@ -200,13 +200,17 @@ class _Builder:
             setup=setup,
             fabric="FabricManagerPartitioning" in setup.gates and bool(pool.partitions),
         )
-        self.defaults = defaults
         self.gpu_facts = _attribute_plan(device_attributes(setup.line, "gpu"), setup.gates)
         self.mig_facts = _attribute_plan(device_attributes(setup.line, "mig"), setup.gates)
         # device's place on a node -> its attributes on the first node, and the plan entries that differ per node
         self._templates: dict[tuple, tuple[dict[str, dict[str, AttrValue]], Plan]] = {}
-        self.partitions = partition_ids(pool.spec.gpu.count)
-        self.offered = set(pool.partitions)
+        count = pool.spec.gpu.count
+        offered = set(pool.partitions)
+        # per GPU slot of a node, what every node of the pool has there: PCI address, root, NUMA node, partitions
+        self._slots = [(defaults["pciBusIds"][i], defaults["pcieRoots"][i], i * defaults["numaNodes"] // count,
+                        {size: pid for size, pid in ids.items() if size in offered})
+                       for i, ids in partition_ids(count).items()]
+        self._cluster_name = cluster.name
         self.full_capacity = {GPU_DRIVER: {"memory": Quantity.of_bytes(model.memory_bytes)}}
         placements = fit_mix(model.mig, dict(pool.mig_layout)).placements if pool.mig_layout and model.mig else ()
         self.static_layout = _static_layout(model, placements) if placements else []
@@ -232,11 +236,8 @@ class _Builder:
         return out
 
     def gpu(self, node: str, i: int) -> _Gpu:
-        defaults = self.defaults
-        count = self.pool.spec.gpu.count
-        parts = {size: pid for size, pid in self.partitions[i].items() if size in self.offered}
-        return _Gpu(i, "GPU-" + _stable_uuid(self.cluster.name, node, i), defaults["pciBusIds"][i], defaults["pcieRoots"][i],
-                    i * defaults["numaNodes"] // count, parts)
+        bus_id, root, numa, parts = self._slots[i]
+        return _Gpu(i, "GPU-" + _stable_uuid(self._cluster_name, node, i), bus_id, root, numa, parts)
 
     def groups(self, node: str) -> list[tuple[list[Device], dict[str, dict[str, Quantity]]]]:
         """Per GPU: its devices and the counter sets they consume."""
@@ -359,11 +360,16 @@ def _pack_separate(groups: list[Group], layout: SliceLayout) -> list[tuple[str, 
             + [("{node}-{driver}-counters-" + str(k), [], dict(chunk)) for k, chunk in enumerate(set_chunks)])
 
 
-def _compute_domain_slice(node: str) -> ResourceSlice:
+def _compute_domain_devices() -> tuple[str, list[tuple[str, dict[str, dict[str, AttrValue]]]]]:
+    """The compute-domain plugin's devices, alike on every node: decoded once per cluster, and their
+    attribute maps shared by every node's devices (nothing writes to a device's attributes)."""
     driver, devices = compute_domain_devices()
-    built = [Device(name, driver, {driver: {k: decode_attribute(v) for k, v in attrs.items()}}, {})
-             for name, attrs in devices.items()]
-    return ResourceSlice(f"{node}-{driver}-0", driver, node, 1, 1, built, node_name=node)
+    return driver, [(name, {driver: {k: decode_attribute(v) for k, v in attrs.items()}}) for name, attrs in devices.items()]
+
+
+def _compute_domain_slice(node: str, driver: str, devices: list[tuple[str, dict[str, dict[str, AttrValue]]]]) -> ResourceSlice:
+    return ResourceSlice(f"{node}-{driver}-0", driver, node, 1, 1, [Device(name, driver, attrs, {}) for name, attrs in devices],
+                         node_name=node)
 
 
 def node_names(pool: ResolvedPool) -> list[str]:
@@ -378,6 +384,7 @@ def synthesize(cluster: ResolvedCluster, chart_values: dict[str, Any],
     layout = slice_layout(cluster.api.kubernetes)
     slices: list[ResourceSlice] = []
     nodes: list[NodeInfo] = []
+    cd_driver, cd_devices = _compute_domain_devices() if setup.compute_domains else ("", [])
     for pool in cluster.dra_pools:
         builder = _Builder(cluster, pool, setup) if setup.gpus else None
         labels = tuple(sorted((node_labels or {}).get(pool.name, {}).items()))
@@ -386,5 +393,5 @@ def synthesize(cluster: ResolvedCluster, chart_values: dict[str, Any],
             if builder is not None:
                 slices.extend(_pack(node, builder.groups(node), layout))
             if setup.compute_domains:
-                slices.append(_compute_domain_slice(node))
+                slices.append(_compute_domain_slice(node, cd_driver, cd_devices))
     return build_inventory(cluster.name, SYNTHESIZED, cluster.api.api_version, slices, nodes)
