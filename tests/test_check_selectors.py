@@ -121,3 +121,15 @@ def test_damaged_claims_and_classes_never_crash_the_check_or_the_plan(pick, wher
     assert all(d.file and d.message for d in check_selectors(compiled, inventory))
     plan = plan_cluster_allocation(compiled, inventory)
     assert all(p.placed or p.reason for p in plan.pods)
+
+
+def test_a_selector_reading_a_whole_domain_and_one_of_its_names(fleet):
+    """`'x' in device.attributes[d]` next to `device.attributes[d].x`: sorting the two references raised a
+    TypeError (a traceback for a valid selector) before Ref got its own ordering."""
+    from conftest import gpuc
+
+    text = "'architecture' in device.attributes['gpu.nvidia.com'] && device.attributes['gpu.nvidia.com'].architecture == 'Hopper'"
+    path = fleet(clusters=[cluster_doc()], workloads=cel_workload(text))
+    assert findings(fleet, cel_workload(text)) == []
+    result = gpuc("validate", path)
+    assert result.code == 0 and "Traceback" not in result.err, result.err

@@ -20,13 +20,17 @@ DEVICE_FIELDS = ("driver", "attributes", "capacity")
 WHOLE_DEVICE = "*"
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class Ref:
     """A part of the device: `driver`, `attributes`/`capacity` (all domains, one domain, or one name), or `*`."""
 
     field: str
     domain: str | None = None
     name: str | None = None
+
+    def __lt__(self, other: Ref) -> bool:
+        """A whole domain sorts before its names (a generated `order=True` compared None with str and raised)."""
+        return (self.field, self.domain or "", self.name or "") < (other.field, other.domain or "", other.name or "")
 
     def __str__(self) -> str:
         if self.field in ("attributes", "capacity") and self.domain is not None:
