@@ -218,5 +218,57 @@ def test_attributes_copied_across_a_pools_nodes_equal_computing_them_per_node(mo
 
     compiled = list(compile_fleet(EXAMPLES).clusters.values())
     fast = [inventory_list(synthesize_for(c)) for c in compiled]
-    monkeypatch.setattr(synth._Builder, "attributes", lambda self, ctx, plan, place: synth._attributes(ctx, plan))
+    monkeypatch.setattr(synth._Builder, "device", lambda self, name, ctx, plan, place, capacity, consumes=():
+                        synth.Device(name, synth.GPU_DRIVER, synth._attributes(ctx, plan), capacity, consumes))
     assert [inventory_list(synthesize_for(c)) for c in compiled] == fast
+
+
+def _example_inventories():
+    from compiler.pipeline import compile_fleet
+    from conftest import EXAMPLES
+
+    return [synthesize_for(c) for c in compile_fleet(EXAMPLES).clusters.values()]
+
+
+def test_devices_of_one_template_differ_only_in_the_varying_attributes():
+    """What lets a selector be evaluated once per template (inventory.selection)."""
+    seen = {}
+    for inventory in _example_inventories():
+        assert inventory.varying
+        for device in inventory.devices:
+            assert device.template >= 0
+            view = (device.driver, repr(device.capacity), repr({
+                domain: {k: v for k, v in values.items() if (domain, k) not in inventory.varying}
+                for domain, values in device.attributes.items()}))
+            assert seen.setdefault((inventory.cluster, device.template), view) == view, device.name
+    assert len({t for t in seen}) < sum(len(i.devices) for i in _example_inventories())  # templates are shared
+
+
+SELECTORS = [
+    "device.driver == 'gpu.nvidia.com'",
+    "device.attributes['gpu.nvidia.com'].type == 'gpu'",
+    "device.attributes['gpu.nvidia.com'].uuid.startsWith('GPU-0')",  # varies within a template
+    "device.attributes['gpu.nvidia.com'].parentUUID.endsWith('7')",  # varies; fails on full GPUs (no key)
+    "device.attributes['gpu.nvidia.com'].productName.startsWith('NVIDIA H')",  # fails on compute-domain devices
+    "'uuid' in device.attributes['gpu.nvidia.com'] && device.attributes['gpu.nvidia.com']['uuid'] > 'GPU-8'",
+    "device.attributes.exists(d, d == 'gpu.nvidia.com')",
+    "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0",
+]
+
+
+def test_selection_by_template_equals_evaluating_every_device():
+    from compiler.cel import CelEvaluationError, compile_selector
+    from compiler.plan.inventory.selection import select
+
+    for inventory in _example_inventories():
+        everything = tuple(range(len(inventory.devices)))
+        for text in SELECTORS:
+            selector = compile_selector(text)
+            matched, failures = [], {}
+            for i in everything:
+                try:
+                    if selector.matches_uncached(inventory.devices[i]):
+                        matched.append(i)
+                except CelEvaluationError as exc:
+                    failures[i] = str(exc)
+            assert select(inventory, selector, everything) == (tuple(matched), failures), (inventory.cluster, text)

@@ -40,6 +40,9 @@ class Device:
     all_nodes: bool = False
     index: int = -1  # position in Inventory.devices
     slice_index: int = -1  # position in Inventory.slices
+    # Devices with the same template (>= 0) publish the same driver, capacity and attributes except those
+    # Inventory.varying names: a synthesized pool's device at one place on each of its nodes. -1: unknown.
+    template: int = -1
 
     def attribute(self, qualified: str) -> AttrValue | None:
         domain, _, name = qualified.rpartition("/")
@@ -98,6 +101,7 @@ class Inventory:
     devices: tuple[Device, ...]
     pools: dict[tuple[str, str], PoolState]
     warnings: tuple[Diagnostic, ...] = ()
+    varying: frozenset[tuple[str, str]] = frozenset()  # (domain, name) of attributes that differ within a template
     by_name: dict[str, NodeInfo] = field(init=False, repr=False)
     # (driver, pool) -> counter set -> counters, over the pool's current slices: 1.35 keeps counter sets in
     # slices of their own, so a device's counters are looked up in its pool, never only in its slice.
@@ -135,7 +139,7 @@ def natural_key(name: str) -> tuple:
 
 
 def build_inventory(cluster: str, source: str, api_version: str, slices: list[ResourceSlice], nodes: list[NodeInfo],
-                    warnings: list[Diagnostic] | None = None) -> Inventory:
+                    warnings: list[Diagnostic] | None = None, varying: frozenset[tuple[str, str]] = frozenset()) -> Inventory:
     """Keep each pool's newest generation, judge completeness, fix the documented order, index devices."""
     newest: dict[tuple[str, str], int] = {}
     for s in slices:
@@ -165,4 +169,4 @@ def build_inventory(cluster: str, source: str, api_version: str, slices: list[Re
             d.index = len(devices)
             d.slice_index = si
             devices.append(d)
-    return Inventory(cluster, source, api_version, tuple(nodes), tuple(current), tuple(devices), pools, tuple(warnings or ()))
+    return Inventory(cluster, source, api_version, tuple(nodes), tuple(current), tuple(devices), pools, tuple(warnings or ()), varying)

@@ -11,6 +11,8 @@ devices. Which attributes appear, and under which names, comes from the driver l
 from __future__ import annotations
 
 import hashlib
+import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -117,6 +119,7 @@ _VALUES: dict[str, Callable[[_Ctx], AttrValue | None]] = {
 # only on the pool and the device's place on its node, which lets _Builder compute those once per pool.
 _PER_NODE = frozenset({"uuid", "parentUUID"})
 _PER_NODE_SOURCES = frozenset(_VALUES[name] for name in _PER_NODE)
+_VARYING = frozenset(qualify(name, GPU_DRIVER) for name in _PER_NODE)  # Inventory.varying of a synthesized inventory
 
 
 def _stable_uuid(*parts: object) -> str:
@@ -187,7 +190,7 @@ def _profile_capacity(profile: MigProfile) -> dict[str, Quantity]:
 class _Builder:
     """Devices of one node pool; all per-pool facts looked up once."""
 
-    def __init__(self, cluster: ResolvedCluster, pool: ResolvedPool, setup: DriverSetup) -> None:
+    def __init__(self, cluster: ResolvedCluster, pool: ResolvedPool, setup: DriverSetup, templates: Iterator[int]) -> None:
         defaults = host_defaults()
         model = pool.gpu
         self.cluster, self.pool, self.setup = cluster, pool, setup
@@ -202,8 +205,9 @@ class _Builder:
         )
         self.gpu_facts = _attribute_plan(device_attributes(setup.line, "gpu"), setup.gates)
         self.mig_facts = _attribute_plan(device_attributes(setup.line, "mig"), setup.gates)
-        # device's place on a node -> its attributes on the first node, and the plan entries that differ per node
-        self._templates: dict[tuple, tuple[dict[str, dict[str, AttrValue]], Plan]] = {}
+        # device's place on a node -> its attributes on the first node, the plan entries that differ per node, its template
+        self._templates: dict[tuple, tuple[dict[str, dict[str, AttrValue]], Plan, int]] = {}
+        self._template_ids = templates
         count = pool.spec.gpu.count
         offered = set(pool.partitions)
         # per GPU slot of a node, what every node of the pool has there: PCI address, root, NUMA node, partitions
@@ -218,22 +222,25 @@ class _Builder:
         self.dynamic_facts = dynamic_mig()
         self.dynamic_layout = _dynamic_layout(model) if self.dynamic else ({}, (), [])
 
-    def attributes(self, ctx: _Ctx, plan: Plan, place: tuple) -> dict[str, dict[str, AttrValue]]:
-        """The attributes of the device at `place` (its GPU and position there) on ctx's node.
+    def device(self, name: str, ctx: _Ctx, plan: Plan, place: tuple, capacity: dict[str, dict[str, Quantity]],
+               consumes: tuple[CounterUse, ...] = ()) -> Device:
+        """The device at `place` (its GPU and position there) on ctx's node.
 
         The nodes of a pool are identical but for their UUIDs, so the attributes are computed for the
         first node and copied, UUIDs replaced, for the others: a tenth of the cost at thousands of GPUs.
+        The copies share a template number, which lets a selector that reads no UUID be evaluated once
+        for all of them (inventory.selection).
         """
         cached = self._templates.get(place)
         if cached is None:
-            cached = self._templates[place] = (_attributes(ctx, plan), _per_node(plan))
-        template, per_node = cached
-        out = {domain: dict(values) for domain, values in template.items()}
+            cached = self._templates[place] = (_attributes(ctx, plan), _per_node(plan), next(self._template_ids))
+        template, per_node, number = cached
+        attributes = {domain: dict(values) for domain, values in template.items()}
         for source, domain, ident in per_node:
             value = source(ctx)
             if value is not None:
-                out[domain][ident] = value
-        return out
+                attributes[domain][ident] = value
+        return Device(name, GPU_DRIVER, attributes, capacity, consumes, template=number)
 
     def gpu(self, node: str, i: int) -> _Gpu:
         bus_id, root, numa, parts = self._slots[i]
@@ -250,29 +257,28 @@ class _Builder:
                 out.append((self._static_mig(gpu), {}))
             else:
                 ctx = _Ctx(self.host, gpu, "gpu", gpu.uuid, i)
-                out.append(([Device(f"gpu-{i}", GPU_DRIVER, self.attributes(ctx, self.gpu_facts, ("gpu", i)), self.full_capacity)], {}))
+                out.append(([self.device(f"gpu-{i}", ctx, self.gpu_facts, ("gpu", i), self.full_capacity)], {}))
         return out
 
     def _static_mig(self, gpu: _Gpu) -> list[Device]:
         devices = []
         for n, (profile, start, capacity) in enumerate(self.static_layout):
             ctx = _Ctx(self.host, gpu, "mig", "MIG-" + _stable_uuid(gpu.uuid, profile.name, start), n, profile.name)
-            devices.append(Device(_mig_name(self.setup.line, gpu.index, profile, start), GPU_DRIVER,
-                                  self.attributes(ctx, self.mig_facts, ("mig", gpu.index, n)), capacity))
+            devices.append(self.device(_mig_name(self.setup.line, gpu.index, profile, start), ctx, self.mig_facts,
+                                       ("mig", gpu.index, n), capacity))
         return devices
 
     def _dynamic(self, gpu: _Gpu) -> tuple[list[Device], dict[str, dict[str, Quantity]]]:
         counter_set = self.dynamic_facts.counter_set.format(minor=gpu.index)
         full_capacity, totals, placements = self.dynamic_layout
         ctx = _Ctx(self.host, gpu, "gpu", gpu.uuid, gpu.index)
-        devices = [Device(f"gpu-{gpu.index}", GPU_DRIVER, self.attributes(ctx, self.gpu_facts, ("gpu", gpu.index)), full_capacity,
-                          (CounterUse(counter_set, totals),))]
+        devices = [self.device(f"gpu-{gpu.index}", ctx, self.gpu_facts, ("gpu", gpu.index), full_capacity,
+                               (CounterUse(counter_set, totals),))]
         for n, (profile, start, capacity, use) in enumerate(placements):
             # A placement is not a MIG device yet: it has no MIG UUID until a claim creates it.
             mig = _Ctx(self.host, gpu, "mig", None, gpu.index, profile.name)
-            devices.append(Device(_mig_name(self.setup.line, gpu.index, profile, start), GPU_DRIVER,
-                                  self.attributes(mig, self.mig_facts, ("placement", gpu.index, n)), capacity,
-                                  (CounterUse(counter_set, use),)))
+            devices.append(self.device(_mig_name(self.setup.line, gpu.index, profile, start), mig, self.mig_facts,
+                                       ("placement", gpu.index, n), capacity, (CounterUse(counter_set, use),)))
         return devices, {counter_set: dict(totals)}
 
 
@@ -360,16 +366,20 @@ def _pack_separate(groups: list[Group], layout: SliceLayout) -> list[tuple[str, 
             + [("{node}-{driver}-counters-" + str(k), [], dict(chunk)) for k, chunk in enumerate(set_chunks)])
 
 
-def _compute_domain_devices() -> tuple[str, list[tuple[str, dict[str, dict[str, AttrValue]]]]]:
-    """The compute-domain plugin's devices, alike on every node: decoded once per cluster, and their
-    attribute maps shared by every node's devices (nothing writes to a device's attributes)."""
+CdDevices = list[tuple[str, dict[str, dict[str, AttrValue]], int]]  # name, attributes, template
+
+
+def _compute_domain_devices(templates: Iterator[int]) -> tuple[str, CdDevices]:
+    """The compute-domain plugin's devices, alike on every node: decoded once per cluster, one template
+    each, and their attribute maps shared by every node's devices (nothing writes to a device's attributes)."""
     driver, devices = compute_domain_devices()
-    return driver, [(name, {driver: {k: decode_attribute(v) for k, v in attrs.items()}}) for name, attrs in devices.items()]
+    return driver, [(name, {driver: {k: decode_attribute(v) for k, v in attrs.items()}}, next(templates))
+                    for name, attrs in devices.items()]
 
 
-def _compute_domain_slice(node: str, driver: str, devices: list[tuple[str, dict[str, dict[str, AttrValue]]]]) -> ResourceSlice:
-    return ResourceSlice(f"{node}-{driver}-0", driver, node, 1, 1, [Device(name, driver, attrs, {}) for name, attrs in devices],
-                         node_name=node)
+def _compute_domain_slice(node: str, driver: str, devices: CdDevices) -> ResourceSlice:
+    return ResourceSlice(f"{node}-{driver}-0", driver, node, 1, 1,
+                         [Device(name, driver, attrs, {}, template=number) for name, attrs, number in devices], node_name=node)
 
 
 def node_names(pool: ResolvedPool) -> list[str]:
@@ -384,9 +394,10 @@ def synthesize(cluster: ResolvedCluster, chart_values: dict[str, Any],
     layout = slice_layout(cluster.api.kubernetes)
     slices: list[ResourceSlice] = []
     nodes: list[NodeInfo] = []
-    cd_driver, cd_devices = _compute_domain_devices() if setup.compute_domains else ("", [])
+    templates = itertools.count()
+    cd_driver, cd_devices = _compute_domain_devices(templates) if setup.compute_domains else ("", [])
     for pool in cluster.dra_pools:
-        builder = _Builder(cluster, pool, setup) if setup.gpus else None
+        builder = _Builder(cluster, pool, setup, templates) if setup.gpus else None
         labels = tuple(sorted((node_labels or {}).get(pool.name, {}).items()))
         for node in node_names(pool):
             nodes.append(NodeInfo(node, pool.name, labels))
@@ -394,4 +405,4 @@ def synthesize(cluster: ResolvedCluster, chart_values: dict[str, Any],
                 slices.extend(_pack(node, builder.groups(node), layout))
             if setup.compute_domains:
                 slices.append(_compute_domain_slice(node, cd_driver, cd_devices))
-    return build_inventory(cluster.name, SYNTHESIZED, cluster.api.api_version, slices, nodes)
+    return build_inventory(cluster.name, SYNTHESIZED, cluster.api.api_version, slices, nodes, varying=_VARYING)
