@@ -54,6 +54,7 @@ class DeviceIndex:
         self._floating_slices = [s for s in slices if s.node_name is None]
         invalid = {key for key, pool in inventory.pools.items() if pool.invalid}
         # Devices of pools that repeat a device name: the search fails when it reaches one (usually empty).
+        self._binding = any(d.binding_conditions for d in inventory.devices)
         self.invalid_devices = frozenset(d.index for d in inventory.devices if invalid and inventory.pool_of(d) in invalid)
         for s in slices:
             if s.node_name is not None:
@@ -66,11 +67,16 @@ class DeviceIndex:
         """`candidates` that pass every selector, plus those in `errors` or on which a selector fails (added
         to `errors`), in candidate order. Devices with binding conditions are never candidates."""
         devices = self.inventory.devices
-        remaining = tuple(i for i in candidates if i not in errors and not devices[i].binding_conditions)
+        if errors or self._binding:
+            remaining = tuple(i for i in candidates if i not in errors and not devices[i].binding_conditions)
+        else:
+            remaining = tuple(candidates)  # the usual case, without a pass over every device
         for selector in selectors:
             remaining, failures = select(self.inventory, selector, remaining)
             for i, message in failures.items():
                 errors[i] = f"CEL selector `{selector.text}` failed on device {self.describe(i)}: {message}"
+        if not errors:
+            return list(remaining)  # `remaining` is `candidates` filtered, in their order
         keep = set(remaining)
         return [i for i in candidates if i in keep or i in errors]
 
