@@ -14,7 +14,7 @@ import hashlib
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from ...cel import Quantity, Semver
 from ...facts.catalog import GpuModel, MigProfile, host_defaults
@@ -52,8 +52,7 @@ def driver_setup(line: DriverLine, values: dict[str, Any]) -> DriverSetup:
                        resources.get("computeDomains", {}).get("enabled", True) is True, frozenset(gates))
 
 
-@dataclass(frozen=True)
-class _Gpu:
+class _Gpu(NamedTuple):  # NamedTuple, not a frozen dataclass: built per GPU and device, and a third the cost
     index: int
     uuid: str
     bus_id: str
@@ -73,8 +72,7 @@ class _Host:
     fabric: bool  # partition attributes are published (gate on, pool has an NVLink fabric)
 
 
-@dataclass(frozen=True)
-class _Ctx:
+class _Ctx(NamedTuple):
     """One device being built: a full GPU or a MIG device on `gpu`."""
 
     host: _Host
