@@ -24,7 +24,8 @@ from .check.model import CheckOptions, ClusterContext, value_at
 from .check.previous import PreviousTree
 from .check.run import OutputRejected, check_cluster, cluster_catalog
 from .diagnostics import Diagnostic, InfeasibleError, InputError
-from .emit.tree import cluster_files, stage_cluster, unchanged_files
+from .emit.staging import stage_cluster, unchanged_files
+from .emit.tree import cluster_files
 from .load.fleet import FleetFiles
 from .load.yaml_source import SourceDoc
 from .pipeline import compile_cluster, validate_fleet
@@ -84,7 +85,7 @@ class _Job:
     options: CheckOptions
     previous_root: Path | None
     placement: str  # "gate": unplaceable pods fail the build; "warn": they are warnings; "skip": no planning
-    staging: Path | None  # render: write each passing cluster to staging/new/<cluster> (emit.tree.stage_cluster)
+    staging: Path | None  # render: write each passing cluster to staging/new/<cluster> (emit.staging.stage_cluster)
 
 
 _JOB: _Job | None = None  # set before forking; the workers inherit it
@@ -156,7 +157,7 @@ def build_fleet(source: str | os.PathLike[str] | FleetFiles, only: str | None = 
 
     `placement`: "gate" plans every pod on the cluster's inventory and fails on unplaceable pods (render),
     "warn" reports them as warnings (render --allow-infeasible), "skip" does not plan. `progress` is
-    told (clusters built, clusters) as each cluster finishes. With `staging` (from emit.tree.stage_tree
+    told (clusters built, clusters) as each cluster finishes. With `staging` (from emit.staging.stage_tree
     in `previous_root`, the output directory), every cluster that passes is written there and its
     ClusterBuild keeps only `paths`; the caller swaps the staged tree in.
     """

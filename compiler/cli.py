@@ -124,7 +124,7 @@ def _cannot_write(out: Path, reason: str):
 def _check_targets(out: Path, clusters: list[str]) -> None:
     """Refuse to replace out/<cluster> directories that hold something gpuc did not write."""
     from .diagnostics import Diagnostic, InputError
-    from .emit.tree import foreign_targets
+    from .emit.staging import foreign_targets
 
     try:
         foreign = foreign_targets(out, clusters)
@@ -143,7 +143,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     import shutil
 
     from .diagnostics import Diagnostic, InputError
-    from .emit.tree import StagingError, stage_tree, swap_in
+    from .emit.staging import StagingError, stage_tree, swap_in
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():
@@ -216,7 +216,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     feasible = all(p.feasible for p in plans)
     if args.html:
         from .emit.capacity_html import capacity_html
-        from .emit.tree import write_file_atomically
+        from .emit.staging import write_file_atomically
 
         page = capacity_html(plans, f"GPU capacity: {Path(args.fleet).name}")
         try:

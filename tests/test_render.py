@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-import compiler.emit.tree as tree
+import compiler.emit.staging as staging
 from conftest import EXAMPLES, GOLDEN, REPO, cluster_doc, gpuc, workload_doc
 
 REGENERATE = "gpuc render intents -o tests/golden"
@@ -113,7 +113,7 @@ def test_failure_while_writing_leaves_the_previous_tree(fleet, tmp_path, monkeyp
     before = read_tree(out)
     (path / "workloads" / "w.yaml").write_text(yaml.safe_dump(workload_doc(gpu={"count": 4})))
     calls = {"n": 0}
-    real_write = tree.write_file
+    real_write = staging.write_file
 
     def failing_write(path, text):
         calls["n"] += 1
@@ -121,11 +121,11 @@ def test_failure_while_writing_leaves_the_previous_tree(fleet, tmp_path, monkeyp
             raise OSError(28, "No space left on device")
         return real_write(path, text)
 
-    monkeypatch.setattr(tree, "write_file", failing_write)
+    monkeypatch.setattr(staging, "write_file", failing_write)
     result = gpuc("render", path, "-o", out)
     assert result.code == 2 and "No space left on device; the previous tree is unchanged" in result.err
     assert read_tree(out) == before
-    assert not [p for p in out.iterdir() if p.name.startswith(tree.TMP_PREFIX)]
+    assert not [p for p in out.iterdir() if p.name.startswith(staging.TMP_PREFIX)]
 
 
 def test_failure_while_swapping_restores_every_cluster(fleet, tmp_path, monkeypatch):
@@ -143,16 +143,16 @@ def test_failure_while_swapping_restores_every_cluster(fleet, tmp_path, monkeypa
             raise OSError(5, "I/O error")
         return real_rename(src, dst)
 
-    monkeypatch.setattr(tree.os, "rename", failing_rename)
+    monkeypatch.setattr(staging.os, "rename", failing_rename)
     assert gpuc("render", path, "-o", out).code == 2
     assert failed
     assert read_tree(out) == before
-    assert not [p for p in out.iterdir() if p.name.startswith(tree.TMP_PREFIX)]
+    assert not [p for p in out.iterdir() if p.name.startswith(staging.TMP_PREFIX)]
 
 
 def test_leftovers_of_a_killed_render_are_cleaned(fleet, tmp_path):
     out = tmp_path / "out"
-    (out / (tree.TMP_PREFIX + "abc") / "new" / "c1").mkdir(parents=True)
+    (out / (staging.TMP_PREFIX + "abc") / "new" / "c1").mkdir(parents=True)
     render(fleet(), out)
     assert sorted(p.name for p in out.iterdir()) == ["c1"]
 
@@ -160,7 +160,7 @@ def test_leftovers_of_a_killed_render_are_cleaned(fleet, tmp_path):
 def test_rendered_files_carry_the_do_not_edit_marker(tmp_path):
     render(EXAMPLES, tmp_path / "out")
     for name in ("kustomization.yaml", "node-labels.yaml", "values/nvidia-dra-driver-gpu.yaml", "argocd/kustomization.yaml"):
-        assert (tmp_path / "out" / "prod-east" / name).read_text().startswith(tree.MARKER)
+        assert (tmp_path / "out" / "prod-east" / name).read_text().startswith(staging.MARKER)
 
 
 def test_render_never_replaces_what_gpuc_did_not_write(tmp_path):

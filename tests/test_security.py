@@ -9,7 +9,7 @@ import sys
 import pytest
 import yaml
 
-from compiler.emit.tree import TMP_PREFIX
+from compiler.emit.staging import TMP_PREFIX
 from compiler.load.yaml_source import parse_documents
 from compiler.diagnostics import InputError
 from compiler.validate.secrets import credential_kind
@@ -100,15 +100,15 @@ def test_a_killed_render_leaves_the_previous_tree_and_is_cleaned_up_next_time(fl
     # A real SIGKILL in the middle of writing files: no cleanup code can run.
     script = (
         "import os, signal, sys\n"
-        "import compiler.emit.tree as tree\n"
+        "import compiler.emit.staging as staging\n"
         "calls = [0]\n"
-        "real = tree.write_file\n"
+        "real = staging.write_file\n"
         "def write_file(path, text):\n"
         "    calls[0] += 1\n"
         "    if calls[0] == 2:\n"
         "        os.kill(os.getpid(), signal.SIGKILL)\n"
         "    return real(path, text)\n"
-        "tree.write_file = write_file\n"
+        "staging.write_file = write_file\n"
         "from compiler.cli import main\n"
         f"sys.exit(main(['render', {str(path)!r}, '-o', {str(out)!r}]))\n"
     )

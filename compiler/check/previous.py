@@ -17,7 +17,8 @@ from typing import Any
 import yaml
 
 from ..diagnostics import Diagnostic, InputError
-from ..emit.tree import is_gpuc_output, object_filename
+from ..emit.staging import is_gpuc_output
+from ..emit.tree import object_filename
 from ..emit.yaml_out import dump_manifest
 from ..lower.graph import KubeObject
 from .model import ObjectKey, object_key
