@@ -10,6 +10,7 @@ MigDeviceConfig: MIG devices).
 
 from __future__ import annotations
 
+import json
 import re
 from functools import lru_cache
 from typing import Any, Iterable
@@ -80,6 +81,7 @@ class _Configs:
         self.gates = effective_gates(ctx)
         self.class_types = class_device_types(ctx.objects)
         self.rules = CelRules()
+        self._validated: dict[tuple[str, str], list] = {}  # (config kind, canonical JSON) -> violations
 
     def check(self, obj: KubeObject, path: tuple, opaque: dict[str, Any], targets: dict[str, str] | None) -> Iterable[Finding]:
         """One `opaque` entry; `targets` maps the requests it applies to onto their device classes."""
@@ -105,10 +107,19 @@ class _Configs:
         if kind.driver != driver:
             yield Finding(obj, path + ("driver",), f"{kind.name} is decoded by driver {kind.driver}, not {driver}")
             return
-        for v in validate(_schema(self.line.id, kind.name), params, rules=self.rules):
+        for v in self._violations(kind, params):
             yield Finding(obj, at + v.path, v.message, v.hint, v.severity)  # type: ignore[arg-type]
         yield from self._gates(obj, at, params, kind)
         yield from self._device_types(obj, path, kind, targets)
+
+    def _violations(self, kind: ConfigKind, params: dict[str, Any]) -> list:
+        """Schema and CEL-rule violations of one config, relative to it: thousands of claims carry a few
+        distinct configs, so each distinct one is validated once."""
+        key = (kind.name, json.dumps(params, sort_keys=True, default=repr))
+        found = self._validated.get(key)
+        if found is None:
+            found = self._validated[key] = list(validate(_schema(self.line.id, kind.name), params, rules=self.rules))
+        return found
 
     def _gates(self, obj: KubeObject, at: tuple, params: dict[str, Any], kind: ConfigKind) -> Iterable[Finding]:
         if not self.line.has_feature_gates:
