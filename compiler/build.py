@@ -1,7 +1,9 @@
 """The whole pipeline for `render` and `validate`: per cluster plan -> lower -> emit -> check.
 
 Clusters are independent once the fleet is validated, so large fleets are built in parallel: worker
-processes are forked after validation and inherit the validated fleet instead of receiving it. When
+processes are forked as soon as every cluster is resolved and inherit the validated fleet instead of
+receiving it; the workload rules finish in this process meanwhile, and a fleet that fails them has its
+builds discarded unread. When
 rendering, each writes its clusters' files into the render's staging directory itself and returns only
 file names and findings, so writing overlaps compiling and no file text crosses back to the parent. Small fleets stay in one process, where forking
 would cost more than it saves. Results come back in cluster order, so output never depends on
@@ -28,11 +30,12 @@ from .emit.staging import stage_cluster, unchanged_files
 from .emit.tree import cluster_files
 from .load.fleet import FleetFiles
 from .load.yaml_source import SourceDoc
-from .pipeline import compile_cluster, validate_fleet
+from .pipeline import compile_cluster, validate_clusters
 from .plan.allocator import plan_cluster_allocation
 from .plan.inventory.bulk import bulk_objects
 from .validate.documents import Fleet
 from .validate.resolved import ResolvedCluster
+from .validate.rules import check_intents
 
 PARALLEL_MIN_WORKLOADS = 2_000  # below this a fork costs more than it saves
 
@@ -171,7 +174,7 @@ def _build_fleet(source: str | os.PathLike[str] | FleetFiles, only: str | None, 
                  jobs: int | None, placement: str, progress: Callable[[int, int], None] | None,
                  staging: Path | None) -> FleetBuild:
     global _JOB
-    fleet, resolved, warnings = validate_fleet(source, meanwhile=warm_caches)
+    fleet, resolved, findings = validate_clusters(source, meanwhile=warm_caches)
     if only is not None and only not in resolved:
         raise InputError([Diagnostic(str(fleet.root), 0, "--cluster", f"no cluster named '{only}' in the fleet",
                                      f"clusters: {', '.join(resolved)}")])
@@ -186,11 +189,15 @@ def _build_fleet(source: str | os.PathLike[str] | FleetFiles, only: str | None, 
             else:
                 pool = stack.enter_context(multiprocessing.get_context("fork").Pool(workers))
                 built = pool.imap(build_cluster, names, chunksize=1)  # in cluster order, whichever worker finishes first
+            # The workload rules run here, while forked workers already build (they only add findings). If
+            # they fail, the builds are thrown away unread: the pool is terminated, staging is discarded.
+            check_intents(fleet, resolved, findings)
+            findings.raise_if_errors()
             for result in built:
                 results.append(result)
                 if progress is not None:
                     progress(len(results), len(names))
     finally:
         _JOB = None
-    all_warnings = sorted(set(warnings) | {w for r in results for w in r.warnings})
+    all_warnings = sorted(set(findings.warnings) | {w for r in results for w in r.warnings})
     return FleetBuild(fleet, results, all_warnings)

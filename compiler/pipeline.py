@@ -18,7 +18,7 @@ from .lower.graph import CompiledCluster
 from .plan import plan_cluster
 from .validate.documents import Fleet, build_fleet
 from .validate.resolved import ResolvedCluster
-from .validate.rules import check_fleet
+from .validate.rules import check_intents, resolve_clusters
 
 
 @dataclass
@@ -33,14 +33,27 @@ def validate_fleet(source: str | os.PathLike[str] | FleetFiles, meanwhile: Calla
                    ) -> tuple[Fleet, dict[str, ResolvedCluster], list[Diagnostic]]:
     """Load (unless `source` is already loaded) and validate; raises InputError (exit 2) with every
     finding. `meanwhile`: see load_fleet."""
+    fleet, resolved, findings = validate_clusters(source, meanwhile)
+    check_intents(fleet, resolved, findings)
+    findings.raise_if_errors()
+    return fleet, resolved, findings.warnings
+
+
+def validate_clusters(source: str | os.PathLike[str] | FleetFiles, meanwhile: Callable[[list[SourceDoc]], None] | None = None,
+                      ) -> tuple[Fleet, dict[str, ResolvedCluster], Findings]:
+    """The first part of validate_fleet: every document checked and every cluster resolved, which is all
+    that compiling a cluster needs. The workload rules (validate.rules.check_intents) are still to run,
+    and they may add errors to the findings. Raises InputError when what is here already fails."""
     findings = Findings()
     files = source if isinstance(source, FleetFiles) else load_fleet(source, meanwhile)
     findings.extend(files.warnings)
     fleet = build_fleet(files, findings)
     findings.raise_if_errors()
-    resolved = check_fleet(fleet, findings)
-    findings.raise_if_errors()
-    return fleet, resolved, findings.warnings
+    resolved = resolve_clusters(fleet, findings)
+    if findings.errors:
+        check_intents(fleet, resolved, findings)  # every mistake in one run
+        findings.raise_if_errors()
+    return fleet, resolved, findings
 
 
 def compile_cluster(cluster: ResolvedCluster, fleet: Fleet) -> tuple[CompiledCluster | None, Findings]:

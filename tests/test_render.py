@@ -209,3 +209,22 @@ def test_forked_workers_stage_nothing_visible_when_one_cluster_fails(fleet, tmp_
     assert result.code == 1 and "matches none" in result.err
     assert {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     assert sorted(p.name for p in out.iterdir()) == ["c1", "c2"]
+
+
+def test_workload_rule_errors_found_while_workers_build_discard_the_builds(fleet, tmp_path):
+    """With workers, the workload rules run while the clusters already build. A fleet that fails them is
+    bad input (exit 2) with the rule's finding only: what the builds found (the claim's class missing on
+    the cluster, exit 1) is never read, and the previous tree stays as it was."""
+    clusters = [cluster_doc("c1"), cluster_doc("c2")]
+    good = fleet(clusters=clusters, workloads={"w.yaml": [workload_doc("w", gpu={"count": 1})]})
+    out = tmp_path / "out"
+    assert gpuc("render", good, "-o", out, "--jobs", "2").code == 0
+    before = read_tree(out)
+    bad = fleet(clusters=clusters, workloads={"w.yaml": [workload_doc("w", gpu={"count": 1}),
+                                                         workload_doc("x", gpu={"count": 1, "class": "no-such-class"})]})
+    for jobs in ("1", "2"):
+        result = gpuc("render", bad, "-o", out, "--jobs", jobs)
+        assert result.code == 2 and "unknown device class 'no-such-class'" in result.err, result.err
+        assert "Traceback" not in result.err and "does not exist on cluster" not in result.err
+        assert read_tree(out) == before
+        assert sorted(p.name for p in out.iterdir()) == ["c1", "c2"]

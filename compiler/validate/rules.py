@@ -27,12 +27,25 @@ SHARED = ("Shared", "TimeSlicing", "MPS")
 
 
 def check_fleet(fleet: Fleet, findings: Findings) -> dict[str, ResolvedCluster]:
+    clusters = resolve_clusters(fleet, findings)
+    check_intents(fleet, clusters, findings)
+    return clusters
+
+
+def resolve_clusters(fleet: Fleet, findings: Findings) -> dict[str, ResolvedCluster]:
+    """The clusters' own rules, and each valid cluster resolved: all that compiling a cluster needs."""
     clusters: dict[str, ResolvedCluster] = {}
     for name, intent in fleet.clusters.items():
         _check_paths(intent, fleet, findings)
         resolved = resolve_cluster(intent, findings)
         if resolved is not None:
             clusters[name] = resolved
+    return clusters
+
+
+def check_intents(fleet: Fleet, clusters: dict[str, ResolvedCluster], findings: Findings) -> None:
+    """The rules of device classes and workloads, alone and against the clusters they target. They only
+    add findings: nothing here changes what a cluster compiles to."""
     for cls in fleet.classes.values():
         _check_class(cls, fleet, findings)
     for workload in fleet.workloads:
@@ -44,7 +57,6 @@ def check_fleet(fleet: Fleet, findings: Findings) -> dict[str, ResolvedCluster]:
         _check_chart_values(cluster, findings)
         _check_derived_values(cluster, members, findings)
         _check_operator_mode(cluster, findings)
-    return clusters
 
 
 # ------------------------------------------------------------------------------------------ clusters
