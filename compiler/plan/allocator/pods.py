@@ -9,7 +9,7 @@ chart creates.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ...facts.driver import builtin_classes, compute_domain_channel_request
 from ...load.yaml_source import SourceDoc
@@ -17,8 +17,7 @@ from ..inventory import chart_values, driver_setup
 from .requests import EXACT_COUNT, ClaimError, ClaimSpec, DeviceClass, Option, Request, parse_claim_spec, parse_device_class
 
 
-@dataclass(frozen=True)
-class PodClaim:
+class PodClaim(NamedTuple):  # NamedTuples here: built per pod, and a frozen dataclass's __init__ costs 5x
     key: str  # the claim object's identity: shared "ns/name", or one per pod for template instances
     label: str  # "gpu" | "channel": what the pod calls it
     source: str  # the object it comes from, for messages: "ResourceClaimTemplate ns/name"
@@ -27,8 +26,7 @@ class PodClaim:
     error: str = ""
 
 
-@dataclass(frozen=True)
-class Pod:
+class Pod(NamedTuple):
     workload: str  # ns/name
     name: str
     replica: int

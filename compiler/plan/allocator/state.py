@@ -7,22 +7,20 @@ writes here; a successful placement is applied with `commit`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
+from typing import NamedTuple
 
 from ..inventory import Inventory
 from .pods import PodClaim
 
 
-@dataclass(frozen=True, slots=True)
-class DeviceResult:
+class DeviceResult(NamedTuple):  # NamedTuples: built per device tried and per claim placed
     request: str  # the request, or "request/subrequest" for firstAvailable
     device: int  # index into Inventory.devices
     admin: bool = False  # adminAccess: does not make the device unavailable to others
 
 
-@dataclass(frozen=True)
-class ClaimResult:
+class ClaimResult(NamedTuple):
     claim: PodClaim
     node: str
     devices: tuple[DeviceResult, ...]
