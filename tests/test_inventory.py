@@ -120,6 +120,25 @@ def dynamic_pool(nodes=1, count=8):
     return {"name": "dyn", "nodes": nodes, "gpu": {"model": "H100-80GB", "count": count}, "mig": {"layout": "dynamic"}}
 
 
+@pytest.mark.parametrize("kubernetes", ["1.34", "1.35"])
+def test_every_node_of_a_pool_is_packed_into_slices_alike(fleet, kubernetes):
+    """Synthesis packs a pool's first node and reuses the packing: each node's slices hold that node's own
+    devices and counter sets, in the same shape."""
+    inv = inventory(fleet, driver="0.5.0-dev", kubernetes=kubernetes, pools=[dynamic_pool(nodes=3)])
+    by_node = {}
+    for s in inv.slices:
+        if s.driver == GPU:
+            by_node.setdefault(s.node_name, []).append(s)
+    shapes = {node: [(s.name.removeprefix(node), [d.name for d in s.devices], sorted(s.shared_counters), s.slice_count)
+                     for s in slices] for node, slices in by_node.items()}
+    assert len(by_node) == 3 and len({repr(v) for v in shapes.values()}) == 1
+    for node, slices in by_node.items():
+        uuids = {d.attributes[GPU]["uuid"] for s in slices for d in s.devices if "uuid" in d.attributes[GPU]}
+        assert uuids and all(d.node_name in (None, node) for s in slices for d in s.devices)
+        assert uuids.isdisjoint({d.attributes[GPU].get("uuid") for n, other in by_node.items() if n != node
+                                 for s in other for d in s.devices})
+
+
 @pytest.mark.parametrize("count", [8, 2])
 def test_dynamic_mig_on_1_35_keeps_counter_sets_in_slices_of_their_own(fleet, count):
     inv = inventory(fleet, driver="0.5.0-dev", kubernetes="1.35", pools=[dynamic_pool(count=count)])
@@ -220,6 +239,11 @@ def test_attributes_copied_across_a_pools_nodes_equal_computing_them_per_node(mo
     fast = [inventory_list(synthesize_for(c)) for c in compiled]
     monkeypatch.setattr(synth._Builder, "device", lambda self, name, ctx, plan, place, capacity, consumes=():
                         synth.Device(name, synth.GPU_DRIVER, synth._attributes(ctx, plan), capacity, consumes))
+    # ... and the packing of devices into slices, worked out on a pool's first node and reused, computed per node
+    layouts = []
+    real_packing, real_pack = synth._packing, synth._pack
+    monkeypatch.setattr(synth, "_packing", lambda groups, layout: layouts.append(layout) or real_packing(groups, layout))
+    monkeypatch.setattr(synth, "_pack", lambda node, groups, packing: real_pack(node, groups, real_packing(groups, layouts[-1])))
     assert [inventory_list(synthesize_for(c)) for c in compiled] == fast
 
 

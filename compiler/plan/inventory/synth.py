@@ -316,12 +316,30 @@ def _dynamic_layout(model: GpuModel) -> tuple[dict, tuple[tuple[str, Quantity], 
 Group = tuple[list[Device], dict[str, dict[str, Quantity]]]  # one GPU's devices and the counter sets they consume
 
 
-def _pack(node: str, groups: list[Group], layout: SliceLayout) -> list[ResourceSlice]:
-    """A node's GPU devices as the slices of one pool, within the limits of the cluster's Kubernetes version."""
+Packing = list[tuple[str, list[int], list[int]]]  # per slice: name template, device positions, counter-set positions
+
+
+def _flat(groups: list[Group]) -> tuple[list[Device], list[tuple[str, dict[str, Quantity]]]]:
+    return [d for g in groups for d in g[0]], [item for g in groups for item in g[1].items()]
+
+
+def _packing(groups: list[Group], layout: SliceLayout) -> Packing:
+    """How a node's GPU devices and counter sets fall into the slices of its pool, within the limits of the
+    cluster's Kubernetes version, as positions in _flat(groups): the same for every node of a node pool."""
     packed = _pack_separate(groups, layout) if layout.separate_counters else _pack_together(groups, layout)
-    return [ResourceSlice(name.format(node=node, driver=GPU_DRIVER), GPU_DRIVER, node, 1, len(packed), devs,
-                          node_name=node, shared_counters=sets)
-            for name, devs, sets in packed]
+    devices, sets = _flat(groups)
+    device_at = {id(d): i for i, d in enumerate(devices)}
+    set_at = {name: i for i, (name, _) in enumerate(sets)}
+    return [(name, [device_at[id(d)] for d in devs], [set_at[n] for n in chunk_sets]) for name, devs, chunk_sets in packed]
+
+
+def _pack(node: str, groups: list[Group], packing: Packing) -> list[ResourceSlice]:
+    """A node's GPU devices as the slices of one pool (`packing` from the pool's first node)."""
+    devices, sets = _flat(groups)
+    return [ResourceSlice(name.format(node=node, driver=GPU_DRIVER), GPU_DRIVER, node, 1, len(packing),
+                          [devices[i] for i in device_positions], node_name=node,
+                          shared_counters=dict(sets[i] for i in set_positions))
+            for name, device_positions, set_positions in packing]
 
 
 def _fill(items: list, size: Callable[[Any], tuple[int, ...]], caps: tuple[int | None, ...]) -> list[list]:
@@ -397,10 +415,14 @@ def synthesize(cluster: ResolvedCluster, chart_values: dict[str, Any],
     for pool in cluster.dra_pools:
         builder = _Builder(cluster, pool, setup, templates) if setup.gpus else None
         labels = tuple(sorted((node_labels or {}).get(pool.name, {}).items()))
+        packing: Packing | None = None
         for node in node_names(pool):
             nodes.append(NodeInfo(node, pool.name, labels))
             if builder is not None:
-                slices.extend(_pack(node, builder.groups(node), layout))
+                groups = builder.groups(node)
+                if packing is None:
+                    packing = _packing(groups, layout)
+                slices.extend(_pack(node, groups, packing))
             if setup.compute_domains:
                 slices.append(_compute_domain_slice(node, cd_driver, cd_devices))
     return build_inventory(cluster.name, SYNTHESIZED, cluster.api.api_version, slices, nodes, varying=_VARYING)
