@@ -33,7 +33,7 @@ from .load.yaml_source import SourceDoc
 from .pipeline import compile_cluster, validate_clusters
 from .plan.allocator import plan_cluster_allocation
 from .plan.inventory.bulk import bulk_objects
-from .validate.documents import Fleet
+from .validate.documents import DocumentChecks, Fleet
 from .validate.resolved import ResolvedCluster
 from .validate.rules import check_intents
 
@@ -129,6 +129,13 @@ def build_cluster(name: str) -> ClusterBuild:
     return result
 
 
+def read_along(clusters: list[SourceDoc]) -> DocumentChecks:
+    """load_fleet's `meanwhile` for a build: while the workers parse, warm the caches the build workers
+    will inherit, then check each workload document as it arrives (validate.documents.DocumentChecks)."""
+    warm_caches(clusters)
+    return DocumentChecks()
+
+
 def warm_caches(clusters: list[SourceDoc]) -> None:
     """Build what every cluster build needs once, before the build workers are forked (this runs while
     the workload files parse): cel-python's parser and the built-in schemas of the Kubernetes versions
@@ -174,7 +181,7 @@ def _build_fleet(source: str | os.PathLike[str] | FleetFiles, only: str | None, 
                  jobs: int | None, placement: str, progress: Callable[[int, int], None] | None,
                  staging: Path | None) -> FleetBuild:
     global _JOB
-    fleet, resolved, findings = validate_clusters(source, meanwhile=warm_caches)
+    fleet, resolved, findings = validate_clusters(source, meanwhile=read_along)
     if only is not None and only not in resolved:
         raise InputError([Diagnostic(str(fleet.root), 0, "--cluster", f"no cluster named '{only}' in the fleet",
                                      f"clusters: {', '.join(resolved)}")])

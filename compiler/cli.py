@@ -48,12 +48,12 @@ def _guarded(run: Callable[[argparse.Namespace], int], outcome: str = "") -> Cal
     return wrapper
 
 
-def _prepare_build(clusters) -> None:
+def _prepare_build(clusters):
     """While a large fleet's workload files parse in worker processes: the build's imports (a quarter
-    second) and the caches its workers will inherit."""
-    from .build import warm_caches
+    second), the caches its workers will inherit, and the checks of each document as it arrives."""
+    from .build import read_along
 
-    warm_caches(clusters)
+    return read_along(clusters)
 
 
 def _build(args: argparse.Namespace, only: str | None, previous: Path | None, placement: str, rendering: bool = True,

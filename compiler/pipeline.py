@@ -7,12 +7,10 @@ explain), so they all see the same compiled objects.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .diagnostics import Diagnostic, Findings, InfeasibleError, InputError
-from .load.fleet import FleetFiles, load_fleet
-from .load.yaml_source import SourceDoc
+from .load.fleet import FleetFiles, Meanwhile, load_fleet
 from .lower import lower_cluster
 from .lower.graph import CompiledCluster
 from .plan import plan_cluster
@@ -29,7 +27,7 @@ class Compilation:
     infeasible: dict[str, list[Diagnostic]] = field(default_factory=dict)  # only when compiled leniently
 
 
-def validate_fleet(source: str | os.PathLike[str] | FleetFiles, meanwhile: Callable[[list[SourceDoc]], None] | None = None,
+def validate_fleet(source: str | os.PathLike[str] | FleetFiles, meanwhile: Meanwhile | None = None,
                    ) -> tuple[Fleet, dict[str, ResolvedCluster], list[Diagnostic]]:
     """Load (unless `source` is already loaded) and validate; raises InputError (exit 2) with every
     finding. `meanwhile`: see load_fleet."""
@@ -39,7 +37,7 @@ def validate_fleet(source: str | os.PathLike[str] | FleetFiles, meanwhile: Calla
     return fleet, resolved, findings.warnings
 
 
-def validate_clusters(source: str | os.PathLike[str] | FleetFiles, meanwhile: Callable[[list[SourceDoc]], None] | None = None,
+def validate_clusters(source: str | os.PathLike[str] | FleetFiles, meanwhile: Meanwhile | None = None,
                       ) -> tuple[Fleet, dict[str, ResolvedCluster], Findings]:
     """The first part of validate_fleet: every document checked and every cluster resolved, which is all
     that compiling a cluster needs. The workload rules (validate.rules.check_intents) are still to run,

@@ -8,6 +8,7 @@ import os
 import pytest
 
 import compiler.load.parallel as parallel
+import compiler.validate.documents as documents
 from compiler.build import warm_caches
 import compiler.load.fleet as fleet
 from compiler.load.fleet import load_fleet, read_documents
@@ -92,3 +93,36 @@ def test_render_with_parallel_parsing_matches_the_golden_files(tmp_path, always_
 def test_cache_warming_never_fails_on_unvalidated_clusters(version):
     doc = SourceDoc("clusters/x.yaml", 0, {"kind": "Cluster", "spec": {"kubernetesVersion": version}})
     warm_caches([doc, SourceDoc("clusters/y.yaml", 0, ["not", "a", "map"])])  # validation reports these, not the warm-up
+
+
+def _invalid_fleet(root):
+    """Documents that fail on their own (kind, types, a credential) and together (a duplicate name)."""
+    (root / "clusters").mkdir(parents=True)
+    (root / "clusters" / "lab.yaml").write_text((EXAMPLES / "clusters" / "lab.yaml").read_text())
+    workloads = root / "workloads"
+    workloads.mkdir()
+    head = "apiVersion: gpuc.dev/v1alpha1\n"
+    (workloads / "a.yaml").write_text(head + "kind: GpuWorkload\nmetadata: {name: w, namespace: t}\nspec: {replicas: '2', gpu: {count: 1}}\n"
+                                      "---\n" + head + "kind: GpuWorkLoad\nmetadata: {name: x, namespace: t}\nspec: {}\n")
+    (workloads / "b.yaml").write_text(head + "kind: GpuWorkload\nmetadata: {name: ok, namespace: t}\nspec: {gpu: {count: 1}}\n"
+                                      "---\n" + head + "kind: GpuWorkload\nmetadata: {name: ok, namespace: t}\nspec: {gpu: {count: 1}}\n")
+    (workloads / "c.yaml").write_text(head + "kind: GpuWorkload\nmetadata: {name: s, namespace: t}\n"
+                                      "spec: {gpu: {count: 1}, secrets: {ngcApiKey: nvapi-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdEFGH}}\n")
+    return root
+
+
+def test_documents_checked_while_parsing_report_what_a_serial_load_reports(tmp_path, monkeypatch):
+    root = _invalid_fleet(tmp_path / "fleet")
+    serial = gpuc("validate", root)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "_cores", lambda: 2)
+    checked_early = []
+    real = documents.DocumentChecks.__call__
+    monkeypatch.setattr(documents.DocumentChecks, "__call__", lambda self, doc: checked_early.append(doc.ref) or real(self, doc))
+    read_along = gpuc("validate", root)
+    assert len(checked_early) == 5  # every workload document was checked as it arrived
+    assert serial.code == read_along.code == 2
+    assert read_along.err == serial.err
+    for expected in ("replicas", "GpuWorkLoad", "duplicate GpuWorkload 't/ok'", "looks like"):
+        assert expected in serial.err, expected
+    assert "nvapi-AbCd" not in serial.err

@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..diagnostics import Diagnostic, Findings, InputError
 from .parallel import read_files
@@ -27,6 +28,13 @@ class FleetFiles:
     clusters: list[SourceDoc]
     workloads: list[SourceDoc]
     warnings: list[Diagnostic] = field(default_factory=list)
+    # What `meanwhile` returned (see load_fleet): it has seen every workload document as it was read.
+    read_along: Any = field(default=None, repr=False, compare=False)
+
+
+# Run while the workers parse the workload files, with the (unvalidated) cluster documents. It may
+# return a function, which is then given each workload document as soon as it is read, in file order.
+Meanwhile = Callable[[list[SourceDoc]], Callable[[SourceDoc], None] | None]
 
 
 def _yaml_files(directory: Path, recursive: bool) -> list[Path]:
@@ -92,9 +100,9 @@ def read_documents(path: Path, display: str) -> list[SourceDoc]:
     return docs
 
 
-def load_fleet(root: str | os.PathLike[str], meanwhile: Callable[[list[SourceDoc]], None] | None = None) -> FleetFiles:
-    """Every document of the fleet. Large fleets are parsed on every core (load.parallel); while the
-    workers parse the workload files, `meanwhile` runs in this process with the (unvalidated) cluster documents."""
+def load_fleet(root: str | os.PathLike[str], meanwhile: Meanwhile | None = None) -> FleetFiles:
+    """Every document of the fleet. Large fleets are parsed on every core (load.parallel), and this
+    process runs `meanwhile` (see Meanwhile) while the workers parse: it is not run for small fleets."""
     root = Path(root)
     if not root.is_dir():
         what = "is a file, not a fleet directory" if root.exists() else "fleet directory does not exist"
@@ -104,6 +112,8 @@ def load_fleet(root: str | os.PathLike[str], meanwhile: Callable[[list[SourceDoc
     if not _yaml_files(clusters_dir, recursive=False):
         findings.add(Diagnostic(str(root), 0, "clusters/", "fleet has no clusters/*.yaml",
                                 "create clusters/<name>.yaml with a `kind: Cluster` document"))
+
+    read_along: list[Callable[[SourceDoc], None] | None] = []
 
     def collect(files: list[Path], meanwhile: Callable[[], None] | None = None) -> list[SourceDoc]:
         readable = []
@@ -118,11 +128,15 @@ def load_fleet(root: str | os.PathLike[str], meanwhile: Callable[[list[SourceDoc
         for ok, parsed in read_files(readable, read_documents, meanwhile):
             if ok:
                 docs.extend(parsed)  # type: ignore[arg-type]
+                if read_along and read_along[0] is not None:
+                    for doc in parsed:
+                        read_along[0](doc)  # type: ignore[arg-type]
             else:
                 findings.extend(parsed)  # type: ignore[arg-type]
         return docs
 
     clusters = collect(_yaml_files(clusters_dir, recursive=False))
-    workloads = collect(_yaml_files(root / "workloads", recursive=True), meanwhile and (lambda: meanwhile(clusters)))
+    workloads = collect(_yaml_files(root / "workloads", recursive=True),
+                        meanwhile and (lambda: read_along.append(meanwhile(clusters))))
     findings.raise_if_errors()
-    return FleetFiles(root, clusters, workloads, _unread(root))
+    return FleetFiles(root, clusters, workloads, _unread(root), read_along[0] if read_along else None)

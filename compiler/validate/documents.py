@@ -193,9 +193,49 @@ def _header(doc: SourceDoc, allowed: tuple[str, ...], where: str, findings: Find
     return kind
 
 
+WORKLOAD_KINDS = ("GpuWorkload", "GpuDeviceClass")
+_MODELS: dict[str, type[BaseModel]] = {"Cluster": Cluster, "GpuWorkload": GpuWorkload, "GpuDeviceClass": GpuDeviceClass}
+
+
+@dataclass
+class CheckedDocument:
+    """What one document shows on its own: its kind and typed model (None when invalid), its findings,
+    and the credential-looking values in it (to redact from every message)."""
+
+    kind: str | None
+    model: Any
+    findings: list[Diagnostic]
+    secrets: set[str]
+
+
+def check_document(doc: SourceDoc, allowed: tuple[str, ...], where: str) -> CheckedDocument:
+    findings = Findings()
+    found, secrets = scan_document(doc)
+    findings.extend(found)
+    kind = _header(doc, allowed, where, findings)
+    model = _validate(doc, _MODELS[kind], findings) if kind is not None else None  # type: ignore[type-var]
+    return CheckedDocument(kind, model, findings.all(), secrets)
+
+
+class DocumentChecks:
+    """check_document for workload documents, run as each is read (a load_fleet read-along) so that it
+    overlaps the parsing of the next files; build_fleet then takes the results instead of redoing them."""
+
+    def __init__(self) -> None:
+        self._done: dict[int, tuple[SourceDoc, CheckedDocument]] = {}
+
+    def __call__(self, doc: SourceDoc) -> None:
+        self._done[id(doc)] = (doc, check_document(doc, WORKLOAD_KINDS, "workloads/"))  # the doc keeps its id unique
+
+    def result(self, doc: SourceDoc) -> CheckedDocument | None:
+        found = self._done.get(id(doc))
+        return found[1] if found is not None and found[0] is doc else None
+
+
 def build_fleet(files: FleetFiles, findings: Findings) -> Fleet:
     """Validate every document; collect every error rather than stopping at the first."""
     fleet = Fleet(files.root)
+    checks = files.read_along if isinstance(files.read_along, DocumentChecks) else None
     first_seen: dict[tuple[str, str], SourceDoc] = {}
 
     def register(key: tuple[str, str], doc: SourceDoc) -> bool:
@@ -208,20 +248,23 @@ def build_fleet(files: FleetFiles, findings: Findings) -> Fleet:
         return True
 
     secrets: set[str] = set()
-    for doc in files.clusters + files.workloads:
-        found, values = scan_document(doc)
-        findings.extend(found)
-        secrets |= values
+
+    def checked(doc: SourceDoc, allowed: tuple[str, ...], where: str) -> CheckedDocument:
+        result = (checks.result(doc) if checks is not None else None) or check_document(doc, allowed, where)
+        findings.extend(result.findings)
+        secrets.update(result.secrets)
+        return result
+
     for doc in files.clusters:
-        if _header(doc, ("Cluster",), "clusters/", findings) and (c := _validate(doc, Cluster, findings)):
+        if (c := checked(doc, ("Cluster",), "clusters/").model) is not None:
             if register(("Cluster", c.metadata.name), doc):
                 fleet.clusters[c.metadata.name] = Intent(c, doc)
     for doc in files.workloads:
-        kind = _header(doc, ("GpuWorkload", "GpuDeviceClass"), "workloads/", findings)
-        if kind == "GpuWorkload" and (w := _validate(doc, GpuWorkload, findings)):
+        result = checked(doc, WORKLOAD_KINDS, "workloads/")
+        if result.kind == "GpuWorkload" and (w := result.model) is not None:
             if register(("GpuWorkload", f"{w.metadata.namespace}/{w.metadata.name}"), doc):
                 fleet.workloads.append(Intent(w, doc))
-        elif kind == "GpuDeviceClass" and (k := _validate(doc, GpuDeviceClass, findings)):
+        elif result.kind == "GpuDeviceClass" and (k := result.model) is not None:
             if register(("GpuDeviceClass", k.metadata.name), doc):
                 fleet.classes[k.metadata.name] = Intent(k, doc)
     findings.redact(secrets)
@@ -231,4 +274,4 @@ def build_fleet(files: FleetFiles, findings: Findings) -> Fleet:
     return fleet
 
 
-__all__ = ["Fleet", "Intent", "build_fleet", "target_clusters", "format_path"]
+__all__ = ["CheckedDocument", "DocumentChecks", "Fleet", "Intent", "build_fleet", "check_document", "target_clusters", "format_path"]
