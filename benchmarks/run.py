@@ -4,6 +4,10 @@ Every figure is the median wall-clock time of N runs of a fresh `python -m compi
 (a cold start: imports included), with the peak resident memory of that process. Fleets come from
 benchmarks/fleetgen.py with a fixed seed, so every run measures the same input. Not part of the
 test suite: timings belong in a benchmark, not in pass/fail tests.
+
+Renders write tens of thousands of files, so their figures include the file system under --work:
+`--work /dev/shm/gpuc-bench` (tmpfs) measures gpuc alone; the default temporary directory measures
+gpuc plus that disk.
 """
 
 from __future__ import annotations

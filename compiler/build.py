@@ -116,7 +116,7 @@ def build_cluster(name: str) -> ClusterBuild:
     for d in check_cluster(ctx):
         (result.rejected if d.severity == "error" else result.warnings).append(d)
     if job.placement != "skip" and not result.rejected:
-        plan = plan_cluster_allocation(compiled, ctx.device_inventory())
+        plan = plan_cluster_allocation(compiled, ctx.device_inventory(), detail=False)  # the gate needs only the failures
         problems = plan.diagnostics()
         result.unplaced = len(plan.unplaced)
         if job.placement == "gate":

@@ -362,3 +362,27 @@ def test_one_allocated_device_is_worded_in_the_singular():
     assert planner.place(pod("one-0", claim("team/one-0", [request("gpu")]))).placed
     outcome = planner.place(pod("two-0", claim("team/two-0", [request("gpu")])))
     assert "1 match, 1 is allocated, at most 0 free on one node" in outcome.reason
+
+
+def test_the_render_gate_places_every_pod_where_the_full_plan_does(fleet):
+    """render and validate plan without recording devices (detail=False): the same pods must land on the
+    same nodes, and the unplaceable ones get the same reasons."""
+    from compiler.pipeline import compile_fleet
+    from conftest import EXAMPLES
+
+    big = workload_doc("big", replicas=40, gpu={"count": 8})
+    small = [workload_doc(f"s{i}", replicas=3, gpu={"count": 1 + i % 3}) for i in range(6)]
+    mig = workload_doc("m", replicas=5, gpu={"mig": {"slices": [{"profile": "3g.40gb"}]}})
+    pools = [{"name": "h100", "nodes": 2, "gpu": {"model": "H100-80GB", "count": 8}},
+             {"name": "a100", "nodes": 1, "gpu": {"model": "A100-80GB", "count": 8}, "mig": {"layout": "all-balanced"}}]
+    path = fleet(clusters=[cluster_doc(pools=pools)], workloads={"w.yaml": [big, mig, *small]})
+    compiled = [compile_single(path), *compile_fleet(EXAMPLES).clusters.values()]
+    unplaced = 0
+    for c in compiled:
+        inventory = synthesize_for(c)
+        full, gate = plan_cluster_allocation(c, inventory), plan_cluster_allocation(c, inventory, detail=False)
+        assert [(p.pod, p.node) for p in gate.pods] == [(p.pod, p.node) for p in full.pods]
+        assert gate.diagnostics() == full.diagnostics()
+        assert all(not p.claims for p in gate.pods) and not gate.pools and full.pools
+        unplaced += len(full.unplaced)
+    assert unplaced  # the first fleet does not fit, so reasons were compared too

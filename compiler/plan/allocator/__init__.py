@@ -21,9 +21,10 @@ from .requests import ClaimError, ClaimSpec, Constraint, DeviceClass, Option, Re
 from .result import AllocationPlan, PlacedClaim, PlacedDevice, PodOutcome, PoolUsage
 
 
-def plan_cluster_allocation(compiled, inventory: Inventory, progress: Progress | None = None) -> AllocationPlan:
-    """Place every pod of a CompiledCluster on `inventory`."""
-    return plan_pods(compiled.cluster, inventory, device_classes(compiled), cluster_pods(compiled), progress)
+def plan_cluster_allocation(compiled, inventory: Inventory, progress: Progress | None = None,
+                            detail: bool = True) -> AllocationPlan:
+    """Place every pod of a CompiledCluster on `inventory` (`detail`: see plan_pods)."""
+    return plan_pods(compiled.cluster, inventory, device_classes(compiled), cluster_pods(compiled), progress, detail)
 
 
 def plan_compiled(compiled, slices: str | Path | None = None, progress: Progress | None = None) -> AllocationPlan:
