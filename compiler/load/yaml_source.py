@@ -210,10 +210,20 @@ class _Builder:
         self.count = 0
         self.max_nodes = max_nodes
 
-    def scalar(self, node: yaml.ScalarNode) -> Any:
+    def scalar(self, node: yaml.ScalarNode, path: Path) -> Any:
         if node.tag == _STR:  # most scalars: skip the constructor machinery
             return node.value
-        value = self.constructors[node.tag](self.loader, node)
+        constructor = self.constructors.get(node.tag)
+        if constructor is None:  # `<<` anywhere but as a key: YAML's merge key, which has no value of its own
+            raise InputError([Diagnostic(self.file, node.start_mark.line + 1, format_path(path),
+                                         f"'{node.value}' is YAML's merge key, which can only be a key", "quote it if you meant the text")])
+        try:
+            value = constructor(self.loader, node)
+        except (ValueError, OverflowError) as exc:  # 2024-13-45 reads as a date that does not exist
+            kind = node.tag.rsplit(":", 1)[-1]
+            raise InputError([Diagnostic(self.file, node.start_mark.line + 1, format_path(path),
+                                         f"'{node.value}' reads as a YAML {kind} but is not a valid one ({exc})",
+                                         "quote it if you meant the text")]) from None
         if isinstance(value, (datetime.date, datetime.datetime)):
             return node.value  # keep dates as the text the user wrote
         return value
@@ -237,7 +247,7 @@ class _Builder:
                 if not isinstance(key_node, yaml.ScalarNode):
                     raise InputError([Diagnostic(self.file, key_node.start_mark.line + 1, format_path(path),
                                              "mapping keys must be plain strings", "write the key as text, without [ ] or { }")])
-                key = self.scalar(key_node)
+                key = self.scalar(key_node, path)
                 if not isinstance(key, str):
                     key = str(key) if not isinstance(key, bool) else str(key).lower()
                 if key in result:
@@ -250,7 +260,7 @@ class _Builder:
             return result
         if isinstance(node, yaml.SequenceNode):
             return [self.build(item, path + (i,)) for i, item in enumerate(node.value)]
-        value = self.scalar(node)
+        value = self.scalar(node, path)
         if isinstance(value, bytes):
             raise _fail(self.file, node.start_mark.line + 1, f"{format_path(path)}: binary values are not supported")
         return value
