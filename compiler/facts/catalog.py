@@ -115,8 +115,9 @@ def gpu_models() -> dict[str, GpuModel]:
     return models
 
 
-def architectures() -> list[str]:
-    return sorted({m.architecture for m in gpu_models().values()})
+@lru_cache(maxsize=None)
+def architectures() -> tuple[str, ...]:
+    return tuple(sorted({m.architecture for m in gpu_models().values()}))
 
 
 def host_defaults() -> dict[str, str]:

@@ -246,7 +246,7 @@ def _check_require(intent: Intent, path: tuple, require, findings: Findings) -> 
         if arch not in known:
             findings.add(intent.error(path + ("architecture", i), f"unknown architecture '{arch}'",
                                       did_you_mean(arch, known) or f"architectures the driver reports: {one_of(known)}"))
-    products = sorted({m.product_name for m in catalog.gpu_models().values()})
+    products = sorted({m.product_name for m in catalog.gpu_models().values()}) if require.product_name else []
     if require.product_name and require.product_name not in products:
         findings.add(intent.warning(path + ("productName",), f"no catalog GPU reports productName '{require.product_name}'",
                                     did_you_mean(require.product_name, products) or "product names are matched exactly as NVML reports them"))
