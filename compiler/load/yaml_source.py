@@ -219,10 +219,10 @@ class _Builder:
                                          f"'{node.value}' is YAML's merge key, which can only be a key", "quote it if you meant the text")])
         try:
             value = constructor(self.loader, node)
-        except (ValueError, OverflowError) as exc:  # 2024-13-45 reads as a date that does not exist
+        except Exception:  # noqa: BLE001 - PyYAML's constructors fail on `2024-13-45`, `!!bool maybe`, ... with any exception
             kind = node.tag.rsplit(":", 1)[-1]
             raise InputError([Diagnostic(self.file, node.start_mark.line + 1, format_path(path),
-                                         f"'{node.value}' reads as a YAML {kind} but is not a valid one ({exc})",
+                                         f"'{node.value}' reads as a YAML {kind} but is not a valid one",
                                          "quote it if you meant the text")]) from None
         if isinstance(value, (datetime.date, datetime.datetime)):
             return node.value  # keep dates as the text the user wrote
