@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ from .check.model import CheckOptions, ClusterContext, value_at
 from .check.previous import PreviousTree
 from .check.run import OutputRejected, check_cluster, cluster_catalog
 from .diagnostics import Diagnostic, InfeasibleError, InputError
+from .facts.platform import parse_kubernetes_version
 from .emit.staging import stage_cluster, unchanged_files
 from .emit.tree import cluster_files
 from .load.fleet import FleetFiles
@@ -140,14 +140,17 @@ def warm_caches(clusters: list[SourceDoc]) -> None:
     """Build what every cluster build needs once, before the build workers are forked (this runs while
     the workload files parse): cel-python's parser and the built-in schemas of the Kubernetes versions
     the cluster files name. Each worker would otherwise spend 0.15 s on them. The cluster documents are
-    not validated yet: a value that names no schema is skipped here and reported by validation."""
+    not validated yet: only versions gpuc supports are warmed, anything else is validation's to report."""
     environment()
     for doc in clusters:
         version = value_at(doc.value, ("spec", "kubernetesVersion"))
-        minor = re.match(r"v?(\d+\.\d+)", version) if isinstance(version, str) else None
-        if minor:
-            with contextlib.suppress(SchemasUnavailable):
-                builtin_kinds(minor.group(1))
+        try:
+            minor = parse_kubernetes_version(version).kubernetes if isinstance(version, str) else None
+        except ValueError:
+            continue
+        if minor is not None:
+            with contextlib.suppress(SchemasUnavailable, OSError):
+                builtin_kinds(minor)
 
 
 def _workers(fleet: Fleet, clusters: list[str], jobs: int | None) -> int:
@@ -181,8 +184,10 @@ def _build_fleet(source: str | os.PathLike[str] | FleetFiles, only: str | None, 
                  jobs: int | None, placement: str, progress: Callable[[int, int], None] | None,
                  staging: Path | None) -> FleetBuild:
     global _JOB
-    fleet, resolved, findings = validate_clusters(source, meanwhile=read_along)
+    fleet, resolved, findings = validate_clusters(source, meanwhile=read_along, jobs=jobs)
     if only is not None and only not in resolved:
+        check_intents(fleet, resolved, findings)  # mistakes in the fleet come first, as in validate_fleet
+        findings.raise_if_errors()
         raise InputError([Diagnostic(str(fleet.root), 0, "--cluster", f"no cluster named '{only}' in the fleet",
                                      f"clusters: {', '.join(resolved)}")])
     names = [n for n in resolved if only is None or n == only]

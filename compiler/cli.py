@@ -61,7 +61,7 @@ def _build(args: argparse.Namespace, only: str | None, previous: Path | None, pl
     """Compile, emit, check and (placement) plan every cluster; raises on bad input (2), infeasible or refused output (1)."""
     from .load.fleet import load_fleet
 
-    files = load_fleet(args.fleet, meanwhile=_prepare_build)  # a large fleet parses in workers meanwhile
+    files = load_fleet(args.fleet, meanwhile=_prepare_build, jobs=args.jobs)  # a large fleet parses in workers meanwhile
     from .build import build_fleet
     from .check.model import CheckOptions
 
@@ -293,7 +293,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     def add_checks(p: argparse.ArgumentParser) -> None:
         p.add_argument("--jobs", type=int, metavar="N",
-                       help="worker processes for building clusters (default: one per core for large fleets)")
+                       help="worker processes for parsing and building (default: one per core for large fleets; "
+                            "1: everything in this process)")
         p.add_argument("--crds", action="append", metavar="DIR",
                        help="directory of CRD YAMLs (searched recursively) to check custom resources against; "
                             "repeatable; a cluster's spec.crds directory is searched first")

@@ -38,12 +38,12 @@ def validate_fleet(source: str | os.PathLike[str] | FleetFiles, meanwhile: Meanw
 
 
 def validate_clusters(source: str | os.PathLike[str] | FleetFiles, meanwhile: Meanwhile | None = None,
-                      ) -> tuple[Fleet, dict[str, ResolvedCluster], Findings]:
+                      jobs: int | None = None) -> tuple[Fleet, dict[str, ResolvedCluster], Findings]:
     """The first part of validate_fleet: every document checked and every cluster resolved, which is all
     that compiling a cluster needs. The workload rules (validate.rules.check_intents) are still to run,
     and they may add errors to the findings. Raises InputError when what is here already fails."""
     findings = Findings()
-    files = source if isinstance(source, FleetFiles) else load_fleet(source, meanwhile)
+    files = source if isinstance(source, FleetFiles) else load_fleet(source, meanwhile, jobs)
     findings.extend(files.warnings)
     fleet = build_fleet(files, findings)
     findings.raise_if_errors()

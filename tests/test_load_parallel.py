@@ -89,7 +89,7 @@ def test_render_with_parallel_parsing_matches_the_golden_files(tmp_path, always_
     assert read_tree(out) == read_tree(GOLDEN)
 
 
-@pytest.mark.parametrize("version", ["9.99", "v1.34.2", ["1.34"], None, "banana", 1.34])
+@pytest.mark.parametrize("version", ["9.99", "v1.34.2", ["1.34"], None, "banana", 1.34, "1." + "3" * 300])
 def test_cache_warming_never_fails_on_unvalidated_clusters(version):
     doc = SourceDoc("clusters/x.yaml", 0, {"kind": "Cluster", "spec": {"kubernetesVersion": version}})
     warm_caches([doc, SourceDoc("clusters/y.yaml", 0, ["not", "a", "map"])])  # validation reports these, not the warm-up
@@ -126,3 +126,23 @@ def test_documents_checked_while_parsing_report_what_a_serial_load_reports(tmp_p
     for expected in ("replicas", "GpuWorkLoad", "duplicate GpuWorkload 't/ok'", "looks like"):
         assert expected in serial.err, expected
     assert "nvapi-AbCd" not in serial.err
+
+
+def test_one_job_parses_in_this_process(always_parallel):
+    seen = []
+    load_fleet(EXAMPLES, meanwhile=seen.append, jobs=1)
+    assert seen == []  # --jobs 1: no worker processes, so nothing ran alongside them
+
+
+def test_build_takes_the_checks_made_while_parsing(monkeypatch, always_parallel):
+    """The read-along exists to save build_fleet the work: its results must be used, not redone."""
+    from compiler.build import read_along
+    from compiler.diagnostics import Findings
+
+    files = load_fleet(EXAMPLES, meanwhile=read_along)
+    assert isinstance(files.read_along, documents.DocumentChecks)
+    redone = []
+    real = documents.check_document
+    monkeypatch.setattr(documents, "check_document", lambda doc, *a: redone.append(doc.file) or real(doc, *a))
+    fleet = documents.build_fleet(files, Findings())
+    assert fleet.workloads and not [f for f in redone if f.startswith("workloads/")]

@@ -228,3 +228,9 @@ def test_workload_rule_errors_found_while_workers_build_discard_the_builds(fleet
         assert "Traceback" not in result.err and "does not exist on cluster" not in result.err
         assert read_tree(out) == before
         assert sorted(p.name for p in out.iterdir()) == ["c1", "c2"]
+
+
+def test_an_unknown_cluster_option_does_not_hide_mistakes_in_the_fleet(fleet, tmp_path):
+    bad = fleet(clusters=[cluster_doc("c1")], workloads={"w.yaml": [workload_doc("w", clusters=["c11"], gpu={"count": 1})]})
+    result = gpuc("render", bad, "-o", tmp_path / "out", "--cluster", "nope")
+    assert result.code == 2 and "unknown cluster 'c11'" in result.err, result.err

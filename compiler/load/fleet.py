@@ -100,9 +100,10 @@ def read_documents(path: Path, display: str) -> list[SourceDoc]:
     return docs
 
 
-def load_fleet(root: str | os.PathLike[str], meanwhile: Meanwhile | None = None) -> FleetFiles:
-    """Every document of the fleet. Large fleets are parsed on every core (load.parallel), and this
-    process runs `meanwhile` (see Meanwhile) while the workers parse: it is not run for small fleets."""
+def load_fleet(root: str | os.PathLike[str], meanwhile: Meanwhile | None = None, jobs: int | None = None) -> FleetFiles:
+    """Every document of the fleet. Large fleets are parsed by `jobs` worker processes (default: one per
+    core; see load.parallel), and this process runs `meanwhile` (see Meanwhile) while they parse: it
+    is not run when the files are parsed here."""
     root = Path(root)
     if not root.is_dir():
         what = "is a file, not a fleet directory" if root.exists() else "fleet directory does not exist"
@@ -115,7 +116,7 @@ def load_fleet(root: str | os.PathLike[str], meanwhile: Meanwhile | None = None)
 
     read_along: list[Callable[[SourceDoc], None] | None] = []
 
-    def collect(files: list[Path], meanwhile: Callable[[], None] | None = None) -> list[SourceDoc]:
+    def collect(files: list[Path], overlap: Callable[[], None] | None = None) -> list[SourceDoc]:
         readable = []
         for file in files:
             display = file.relative_to(root).as_posix()
@@ -125,7 +126,7 @@ def load_fleet(root: str | os.PathLike[str], meanwhile: Meanwhile | None = None)
             else:
                 readable.append((file, display))
         docs: list[SourceDoc] = []
-        for ok, parsed in read_files(readable, read_documents, meanwhile):
+        for ok, parsed in read_files(readable, read_documents, overlap, jobs):
             if ok:
                 docs.extend(parsed)  # type: ignore[arg-type]
                 if read_along and read_along[0] is not None:

@@ -61,15 +61,15 @@ def _chunks(files: list[tuple[Path, str]], count: int) -> list[list[tuple[Path, 
     return [files[i:i + size] for i in range(0, len(files), size)]
 
 
-def read_files(files: list[tuple[Path, str]], read: Read,
-               meanwhile: Callable[[], None] | None = None) -> Iterator[tuple[bool, Parsed]]:
+def read_files(files: list[tuple[Path, str]], read: Read, meanwhile: Callable[[], None] | None = None,
+               jobs: int | None = None) -> Iterator[tuple[bool, Parsed]]:
     """(True, documents) or (False, diagnostics) for each of `files` ((path, display name)), in order.
 
-    `read` parses one file (raising InputError); it runs in forked workers when the files are large
-    and the machine has several cores, and `meanwhile` then runs in this process while they parse.
+    `read` parses one file (raising InputError); it runs in forked workers (`jobs`, default one per
+    core) when the files are large, and `meanwhile` then runs in this process while they parse.
     """
     global _READ
-    workers = min(_cores(), len(files))
+    workers = min(jobs if jobs is not None else _cores(), len(files))
     if workers < 2 or "fork" not in multiprocessing.get_all_start_methods() or \
             sum(_size(p) for p, _ in files) < PARALLEL_MIN_BYTES:
         for path, display in files:
