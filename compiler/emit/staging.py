@@ -1,7 +1,7 @@
 """Writing the rendered tree atomically: each cluster's directory is staged beside the old one and
 swapped in only when every cluster is complete, so a failed or killed render leaves the previous tree
 as it was, and files of objects that no longer exist disappear. Only the standard library: `gpuc render`
-needs this before the compiler is imported (see cli._build).
+stages its output directory before the compiler is imported (see cli.cmd_render).
 """
 
 from __future__ import annotations

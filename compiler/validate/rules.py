@@ -26,12 +26,6 @@ from .resolved import ResolvedCluster, ResolvedPool
 SHARED = ("Shared", "TimeSlicing", "MPS")
 
 
-def check_fleet(fleet: Fleet, findings: Findings) -> dict[str, ResolvedCluster]:
-    clusters = resolve_clusters(fleet, findings)
-    check_intents(fleet, clusters, findings)
-    return clusters
-
-
 def resolve_clusters(fleet: Fleet, findings: Findings) -> dict[str, ResolvedCluster]:
     """The clusters' own rules, and each valid cluster resolved: all that compiling a cluster needs."""
     clusters: dict[str, ResolvedCluster] = {}
