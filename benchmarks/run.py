@@ -77,6 +77,7 @@ def bench_help(repeat: int, work: Path) -> list[Measurement]:
 
 
 _SET_ASIDE: list[Path] = []  # output trees of earlier runs, deleted when every benchmark is done
+ASIDE = ".aside-"
 
 
 def _set_aside(target: Path) -> None:
@@ -84,8 +85,8 @@ def _set_aside(target: Path) -> None:
     mounted with online discard: deleting 28,000 files just before a run bills that run for trimming
     their blocks (1-6 s of kernel time that has nothing to do with gpuc). Renaming costs nothing."""
     if target.exists():
-        aside = target.with_name(f"{target.name}.old{len(_SET_ASIDE)}")
-        target.rename(aside)
+        aside = Path(tempfile.mkdtemp(prefix=f"{target.name}{ASIDE}", dir=target.parent))
+        target.rename(aside / "tree")
         _SET_ASIDE.append(aside)
 
 
@@ -194,6 +195,7 @@ def main() -> None:
     names = args.only.split(",") if args.only else list(BENCHMARKS)
     work = args.work or Path(tempfile.mkdtemp(prefix="gpuc-bench-"))
     work.mkdir(parents=True, exist_ok=True)
+    _SET_ASIDE.extend(work.glob(f"*{ASIDE}*"))  # left by an interrupted run: deleted at the end, like this run's
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}; median of {args.repeat} runs; work dir {work}\n")
     print("| benchmark | median | range | peak memory | notes |\n|---|---|---|---|---|")
     results = []
