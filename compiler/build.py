@@ -3,10 +3,10 @@
 Clusters are independent once the fleet is validated, so large fleets are built in parallel: worker
 processes are forked as soon as every cluster is resolved and inherit the validated fleet instead of
 receiving it; the workload rules finish in this process meanwhile, and a fleet that fails them has its
-builds discarded unread. When
-rendering, each writes its clusters' files into the render's staging directory itself and returns only
-file names and findings, so writing overlaps compiling and no file text crosses back to the parent. Small fleets stay in one process, where forking
-would cost more than it saves. Results come back in cluster order, so output never depends on
+builds discarded unread. When rendering, each worker writes its clusters' files into the render's
+staging directory itself and returns only file names and findings, so writing overlaps compiling and
+no file text crosses back to the parent. Small fleets stay in one process, where forking would cost
+more than it saves. Results come back in cluster order, so output never depends on
 which worker finished first.
 """
 
@@ -29,6 +29,7 @@ from .facts.platform import parse_kubernetes_version
 from .emit.staging import stage_cluster, unchanged_files
 from .emit.tree import cluster_files
 from .load.fleet import FleetFiles
+from .load.parallel import can_fork, cores
 from .load.yaml_source import SourceDoc
 from .pipeline import compile_cluster, validate_clusters
 from .plan.allocator import plan_cluster_allocation
@@ -144,22 +145,18 @@ def warm_caches(clusters: list[SourceDoc]) -> None:
     environment()
     for doc in clusters:
         version = value_at(doc.value, ("spec", "kubernetesVersion"))
-        try:
-            minor = parse_kubernetes_version(version).kubernetes if isinstance(version, str) else None
-        except ValueError:
-            continue
-        if minor is not None:
-            with contextlib.suppress(SchemasUnavailable, OSError):
-                builtin_kinds(minor)
+        with contextlib.suppress(ValueError, SchemasUnavailable, OSError):
+            if isinstance(version, str):
+                builtin_kinds(parse_kubernetes_version(version).kubernetes)
 
 
 def _workers(fleet: Fleet, clusters: list[str], jobs: int | None) -> int:
     if jobs is not None:
         return max(1, jobs)
     size = sum(len(fleet.workloads_on(c)) for c in clusters)
-    if len(clusters) < 2 or size < PARALLEL_MIN_WORKLOADS or "fork" not in multiprocessing.get_all_start_methods():
+    if len(clusters) < 2 or size < PARALLEL_MIN_WORKLOADS or not can_fork():
         return 1
-    return min(len(clusters), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    return min(len(clusters), cores())
 
 
 def build_fleet(source: str | os.PathLike[str] | FleetFiles, only: str | None = None, options: CheckOptions = CheckOptions(),

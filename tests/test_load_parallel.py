@@ -24,7 +24,7 @@ def _snapshot(docs: list[SourceDoc]) -> list[tuple]:
 @pytest.fixture
 def always_parallel(monkeypatch):
     monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(parallel, "_cores", lambda: 2)
+    monkeypatch.setattr(parallel, "cores", lambda: 2)
 
 
 def _load(root, **kwargs):
@@ -35,7 +35,7 @@ def _load(root, **kwargs):
 def test_parallel_load_gives_the_serial_documents(tmp_path, monkeypatch):
     serial = _load(EXAMPLES)
     monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(parallel, "_cores", lambda: 2)
+    monkeypatch.setattr(parallel, "cores", lambda: 2)
     readers = tmp_path / "readers"
 
     def read(path, display):  # records which process parsed each file
@@ -75,7 +75,7 @@ def test_worker_findings_equal_the_serial_ones(tmp_path, monkeypatch):
     with pytest.raises(Exception) as serial:
         load_fleet(root)
     monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(parallel, "_cores", lambda: 2)
+    monkeypatch.setattr(parallel, "cores", lambda: 2)
     with pytest.raises(Exception) as forked:
         load_fleet(root)
     assert forked.type is serial.type
@@ -115,7 +115,7 @@ def test_documents_checked_while_parsing_report_what_a_serial_load_reports(tmp_p
     root = _invalid_fleet(tmp_path / "fleet")
     serial = gpuc("validate", root)
     monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(parallel, "_cores", lambda: 2)
+    monkeypatch.setattr(parallel, "cores", lambda: 2)
     checked_early = []
     real = documents.DocumentChecks.__call__
     monkeypatch.setattr(documents.DocumentChecks, "__call__", lambda self, doc: checked_early.append(doc.ref) or real(self, doc))

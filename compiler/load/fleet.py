@@ -114,7 +114,12 @@ def load_fleet(root: str | os.PathLike[str], meanwhile: Meanwhile | None = None,
         findings.add(Diagnostic(str(root), 0, "clusters/", "fleet has no clusters/*.yaml",
                                 "create clusters/<name>.yaml with a `kind: Cluster` document"))
 
-    read_along: list[Callable[[SourceDoc], None] | None] = []
+    read_along: list[Callable[[SourceDoc], None]] = []  # what `meanwhile` returned, once it has run
+
+    def start_meanwhile() -> None:
+        hook = meanwhile(clusters)  # type: ignore[misc]
+        if hook is not None:
+            read_along.append(hook)
 
     def collect(files: list[Path], overlap: Callable[[], None] | None = None) -> list[SourceDoc]:
         readable = []
@@ -129,15 +134,14 @@ def load_fleet(root: str | os.PathLike[str], meanwhile: Meanwhile | None = None,
         for ok, parsed in read_files(readable, read_documents, overlap, jobs):
             if ok:
                 docs.extend(parsed)  # type: ignore[arg-type]
-                if read_along and read_along[0] is not None:
+                for hook in read_along:
                     for doc in parsed:
-                        read_along[0](doc)  # type: ignore[arg-type]
+                        hook(doc)  # type: ignore[arg-type]
             else:
                 findings.extend(parsed)  # type: ignore[arg-type]
         return docs
 
     clusters = collect(_yaml_files(clusters_dir, recursive=False))
-    workloads = collect(_yaml_files(root / "workloads", recursive=True),
-                        meanwhile and (lambda: read_along.append(meanwhile(clusters))))
+    workloads = collect(_yaml_files(root / "workloads", recursive=True), start_meanwhile if meanwhile else None)
     findings.raise_if_errors()
     return FleetFiles(root, clusters, workloads, _unread(root), read_along[0] if read_along else None)

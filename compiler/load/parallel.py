@@ -3,8 +3,9 @@
 libyaml is the largest serial cost of loading a large fleet: 1 s for 20,000 workloads (5.5 MB),
 all of it before the first cluster can be built. Files are independent, so above PARALLEL_MIN_BYTES
 forked workers parse them in chunks and send back plain values, marshalled (a sixth of pickle's cost:
-parsed YAML is only dicts, lists, strings and numbers). The parent is free meanwhile: the caller may hand it other work (`meanwhile`), such as
-warming caches that the build workers, forked later, inherit. Results come back in file order.
+parsed YAML is only dicts, lists, strings and numbers). The parent is free meanwhile: the caller may
+hand it other work (`meanwhile`), such as warming caches that the build workers, forked later,
+inherit. Results come back in file order.
 """
 
 from __future__ import annotations
@@ -25,8 +26,14 @@ Read = Callable[[Path, str], list[SourceDoc]]
 Parsed = list[SourceDoc] | list[Diagnostic]  # a file's documents, or why it could not be read
 
 
-def _cores() -> int:
+def cores() -> int:
+    """The cores this process may run on (its CPU affinity where the platform has one)."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def can_fork() -> bool:
+    """Workers here are forked: they inherit what the parent built instead of being sent it."""
+    return "fork" in multiprocessing.get_all_start_methods()
 
 
 def _size(path: Path) -> int:
@@ -69,9 +76,8 @@ def read_files(files: list[tuple[Path, str]], read: Read, meanwhile: Callable[[]
     core) when the files are large, and `meanwhile` then runs in this process while they parse.
     """
     global _READ
-    workers = min(jobs if jobs is not None else _cores(), len(files))
-    if workers < 2 or "fork" not in multiprocessing.get_all_start_methods() or \
-            sum(_size(p) for p, _ in files) < PARALLEL_MIN_BYTES:
+    workers = min(jobs if jobs is not None else cores(), len(files))
+    if workers < 2 or not can_fork() or sum(_size(p) for p, _ in files) < PARALLEL_MIN_BYTES:
         for path, display in files:
             try:
                 yield True, read(path, display)

@@ -52,9 +52,9 @@ def _placed(results: list[ClaimResult], index: DeviceIndex) -> tuple[PlacedClaim
 
 
 class Planner:
-    def __init__(self, inventory: Inventory, classes: dict[str, DeviceClass], devices: bool = True) -> None:
+    def __init__(self, inventory: Inventory, classes: dict[str, DeviceClass], record_devices: bool = True) -> None:
         self.inventory = inventory
-        self.devices = devices  # record the devices each placed pod got (False: only where it went)
+        self.record_devices = record_devices  # the devices each placed pod got (False: only where it went)
         self.index = DeviceIndex(inventory, classes)
         self.state = AllocationState(inventory)
         self.nodes = [n.name for n in inventory.nodes]
@@ -115,7 +115,7 @@ class Planner:
         return True
 
     def _outcome(self, pod: Pod, node: str, results: list[ClaimResult]) -> PodOutcome:
-        if not self.devices:
+        if not self.record_devices:
             return PodOutcome(pod.workload, pod.name, pod.replica, pod.rank, node, origin=pod.origin)
         order = {c.key: i for i, c in enumerate(pod.claims)}
         results = sorted(results, key=lambda r: order[r.claim.key])
@@ -245,7 +245,7 @@ def plan_pods(cluster: ResolvedCluster, inventory: Inventory, classes: dict[str,
     """Place `pods` on `inventory`; outcomes come back in `pods` order. Without `detail` (the render and
     validate gate, which only reports unplaceable pods) placed pods carry no devices and pool usage is
     left out: a tenth of the planning time at thousands of pods."""
-    planner = Planner(inventory, classes, devices=detail)
+    planner = Planner(inventory, classes, record_devices=detail)
     before = bytearray(planner.state.in_use)
     outcomes: list[PodOutcome | None] = [None] * len(pods)
     for done, i in enumerate(placement_order(pods)):
