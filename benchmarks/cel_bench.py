@@ -15,8 +15,8 @@ import time
 
 from compiler.cel import CelEvaluationError, compile_selector
 from compiler.pipeline import compile_fleet
-from compiler.plan.allocator.pods import cluster_pods, device_classes
-from compiler.plan.inventory import synthesize_for
+from compiler.place.allocator.pods import cluster_pods, device_classes
+from compiler.place.inventory import synthesize_for
 
 
 SELECTORS = ["device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'",

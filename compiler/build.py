@@ -32,8 +32,8 @@ from .load.fleet import FleetFiles
 from .load.parallel import can_fork, cores
 from .load.yaml_source import SourceDoc
 from .pipeline import compile_cluster, validate_clusters
-from .plan.allocator import plan_cluster_allocation
-from .plan.inventory.bulk import bulk_objects
+from .place.allocator import plan_cluster_allocation
+from .place.inventory.bulk import bulk_objects
 from .validate.documents import DocumentChecks, Fleet
 from .validate.resolved import ResolvedCluster
 from .validate.rules import check_intents

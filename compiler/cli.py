@@ -206,7 +206,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from .diagnostics import Diagnostic, InputError
     from .emit.plan_report import plan_text
     from .pipeline import compile_fleet
-    from .plan.allocator import plan_compilation
+    from .place.allocator import plan_compilation
 
     compilation = compile_fleet(args.fleet, args.cluster)
     if args.slices and len(compilation.clusters) != 1:
@@ -237,9 +237,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_inventory(args: argparse.Namespace) -> int:
     from .emit.yaml_out import dump
     from .pipeline import compile_fleet
-    from .plan.inventory import synthesize_for
-    from .plan.inventory.bulk import bulk_objects
-    from .plan.inventory.codec import inventory_list
+    from .place.inventory import synthesize_for
+    from .place.inventory.bulk import bulk_objects
+    from .place.inventory.codec import inventory_list
 
     compilation = compile_fleet(args.fleet, args.cluster)
     compiled = compilation.clusters[args.cluster]

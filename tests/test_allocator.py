@@ -9,15 +9,15 @@ from conftest import cluster_doc, compile_single, workload_doc
 
 from compiler.cel import Quantity
 from compiler.load.yaml_source import SourceDoc
-from compiler.plan.allocator import (
+from compiler.place.allocator import (
     DeviceClass, Pod, PodClaim, parse_claim_spec, placement_order, plan_cluster_allocation,
 )
-from compiler.plan.allocator.candidates import DeviceIndex
-from compiler.plan.allocator.planner import Planner
-from compiler.plan.allocator.search import allocate_on_node
-from compiler.plan.allocator.state import AllocationState, ClaimResult, DeviceResult
-from compiler.plan.inventory import Device, NodeInfo, ResourceSlice, build_inventory, synthesize_for
-from compiler.plan.inventory.codec import counter_use
+from compiler.place.allocator.candidates import DeviceIndex
+from compiler.place.allocator.planner import Planner
+from compiler.place.allocator.search import allocate_on_node
+from compiler.place.allocator.state import AllocationState, ClaimResult, DeviceResult
+from compiler.place.inventory import Device, NodeInfo, ResourceSlice, build_inventory, synthesize_for
+from compiler.place.inventory.codec import counter_use
 
 GPU = "gpu.nvidia.com"
 CLASSES = {
@@ -342,7 +342,7 @@ def test_each_unplaceable_pod_is_explained_in_its_own_workloads_name(fleet):
 
 
 def test_the_claim_parser_refuses_a_request_with_both_exactly_and_first_available():
-    from compiler.plan.allocator.requests import ClaimError
+    from compiler.place.allocator.requests import ClaimError
     body = {"deviceClassName": "gpu", "count": 1}
     with pytest.raises(ClaimError, match=r"requests\[0\] has both an exact request and firstAvailable"):
         parse_claim_spec({"devices": {"requests": [{"name": "gpu", "exactly": body, "firstAvailable": [dict(body, name="a")]}]}})

@@ -14,7 +14,7 @@ from compiler.emit.capacity import cluster_map, workload_color
 from compiler.emit.capacity_html import capacity_html
 from compiler.emit.plan_report import plan_markdown
 from compiler.pipeline import compile_fleet
-from compiler.plan.allocator import plan_compilation
+from compiler.place.allocator import plan_compilation
 from conftest import EXAMPLES, cluster_doc, gpuc, workload_doc
 
 

@@ -10,8 +10,8 @@ from conftest import EXAMPLES, cluster_doc, compile_single, workload_doc
 
 from compiler.check.selectors import check_selectors
 from compiler.pipeline import compile_fleet
-from compiler.plan.allocator import plan_cluster_allocation
-from compiler.plan.inventory import synthesize_for
+from compiler.place.allocator import plan_cluster_allocation
+from compiler.place.inventory import synthesize_for
 
 CEL_FILE = "workloads/w.yaml"
 W = "w.yaml"

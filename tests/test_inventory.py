@@ -9,9 +9,9 @@ import pytest
 from conftest import REFERENCE, cluster_doc, compile_single, workload_doc
 
 from compiler.facts.driver import builtin_classes, driver_lines
-from compiler.plan.inventory import synthesize_for
-from compiler.plan.inventory.codec import inventory_list
-from compiler.plan.inventory.synth import _VALUES, partition_ids
+from compiler.place.inventory import synthesize_for
+from compiler.place.inventory.codec import inventory_list
+from compiler.place.inventory.synth import _VALUES, partition_ids
 from compiler.facts import load_table
 
 GPU = "gpu.nvidia.com"
@@ -232,7 +232,7 @@ def test_attributes_copied_across_a_pools_nodes_equal_computing_them_per_node(mo
     the attributes listed in _PER_NODE. An attribute that varies by node but is missing from that list
     would be copied wrongly: compare against computing every attribute on every node."""
     from compiler.pipeline import compile_fleet
-    from compiler.plan.inventory import synth
+    from compiler.place.inventory import synth
     from conftest import EXAMPLES
 
     compiled = list(compile_fleet(EXAMPLES).clusters.values())
@@ -282,7 +282,7 @@ SELECTORS = [
 
 def test_selection_by_template_equals_evaluating_every_device():
     from compiler.cel import CelEvaluationError, compile_selector
-    from compiler.plan.inventory.selection import select
+    from compiler.place.inventory.selection import select
 
     for inventory in _example_inventories():
         everything = tuple(range(len(inventory.devices)))

@@ -12,8 +12,8 @@ from conftest import SLICES_FIXTURE as FIXTURE, SLICES_FIXTURE_POOLS, cluster_do
 
 from compiler.cel import Quantity, Semver
 from compiler.diagnostics import InputError
-from compiler.plan.inventory import load as loader
-from compiler.plan.inventory.load import load_slices
+from compiler.place.inventory import load as loader
+from compiler.place.inventory.load import load_slices
 
 GPU = "gpu.nvidia.com"
 

@@ -3,7 +3,7 @@
 `compile_selector(text)` compiles once per text and returns a `Selector` whose `matches(device)`
 memoises results by the device values the expression references (see engine.py);
 `check_expression(text, published)` gives the static findings output checks report.
-Shared by the offline allocator (compiler/plan/allocator) and the output checks (compiler/check).
+Shared by the offline allocator (compiler/place/allocator) and the output checks (compiler/check).
 """
 
 from __future__ import annotations

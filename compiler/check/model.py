@@ -67,8 +67,8 @@ class ClusterContext:
     def device_inventory(self) -> Any:
         """The devices the cluster's DRA driver would publish (synthesized once, shared with the planner)."""
         if self.inventory is None:
-            from ..plan.inventory import synthesize_for
-            from ..plan.inventory.bulk import bulk_objects
+            from ..place.inventory import synthesize_for
+            from ..place.inventory.bulk import bulk_objects
 
             with bulk_objects():
                 self.inventory = synthesize_for(self.compiled)

@@ -18,11 +18,11 @@ from ..facts.driver import driver_lines
 from ..load.yaml_source import SourceDoc
 from ..lower import selectors as sel
 from ..lower.graph import CompiledCluster, KubeObject
-from ..plan.allocator.pods import device_classes
-from ..plan.allocator.reasons import pretty, values_hint
-from ..plan.allocator.requests import ClaimError, DeviceClass, parse_claim_spec, parse_device_class
-from ..plan.inventory import Device, Inventory, published
-from ..plan.inventory.selection import select
+from ..place.allocator.pods import device_classes
+from ..place.allocator.reasons import pretty, values_hint
+from ..place.allocator.requests import ClaimError, DeviceClass, parse_claim_spec, parse_device_class
+from ..place.inventory import Device, Inventory, published
+from ..place.inventory.selection import select
 from ..validate.intents import Require
 
 

@@ -16,8 +16,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..plan.allocator import AllocationPlan
-from ..plan.inventory import Device
+from ..place.allocator import AllocationPlan
+from ..place.inventory import Device
 
 GPU_DRIVER = "gpu.nvidia.com"
 _SLICE = re.compile(r"^(?:memorySlice|memory-slice-)(\d+)$")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from html import escape
 
-from ..plan.allocator import AllocationPlan
+from ..place.allocator import AllocationPlan
 from .capacity import ClusterMap, NodeRow, PhysicalGpu, PoolMap, Segment, cluster_map, workload_color
 
 GPU_W, GPU_H, GAP = 30, 30, 4

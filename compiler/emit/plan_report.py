@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..plan.allocator import AllocationPlan, PodOutcome
-from ..plan.allocator.result import PLACEMENT_NOTES
+from ..place.allocator import AllocationPlan, PodOutcome
+from ..place.allocator.result import PLACEMENT_NOTES
 
 
 def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:

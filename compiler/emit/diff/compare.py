@@ -274,7 +274,7 @@ def _feasible(compilation: Compilation | None, name: str) -> bool | None:
 
 
 def _plan(compiled: CompiledCluster | None):
-    from ...plan.allocator import plan_compiled
+    from ...place.allocator import plan_compiled
 
     return plan_compiled(compiled) if compiled is not None else None
 

@@ -1,7 +1,7 @@
 """Which devices of an inventory a CEL selector lets through, memoised per inventory.
 
 For every cluster the selector check (check/selectors.py) and the allocator's candidate index
-(plan/allocator/candidates.py) filter the same devices through the same DeviceClass and request
+(place/allocator/candidates.py) filter the same devices through the same DeviceClass and request
 selectors, one selector at a time over what the earlier ones let through. Each such step is
 evaluated once per inventory and both read the result, instead of each walking every device.
 
