@@ -16,7 +16,7 @@ import time
 from compiler.cel import CelEvaluationError, compile_selector
 from compiler.pipeline import compile_fleet
 from compiler.place.allocator.pods import cluster_pods, device_classes
-from compiler.place.inventory import synthesize_for
+from compiler.place import dra_values, synthesize_for
 
 
 SELECTORS = ["device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'",
@@ -25,7 +25,7 @@ SELECTORS = ["device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia
 
 
 def _selectors(compiled) -> list[str]:
-    texts = {s for cls in device_classes(compiled).values() for s in cls.selectors}
+    texts = {s for cls in device_classes(compiled, dra_values(compiled)).values() for s in cls.selectors}
     for pod in cluster_pods(compiled):
         for claim in pod.claims:
             if claim.spec is not None:
@@ -41,7 +41,7 @@ def _outcome(fn, device):
 
 
 def main() -> None:
-    compiled = next(iter(compile_fleet(sys.argv[1]).clusters.values()))
+    compiled = next(iter(compile_fleet(sys.argv[1]).compiled.values()))
     devices = synthesize_for(compiled).devices
     missing = set(SELECTORS) - set(_selectors(compiled))
     if missing:

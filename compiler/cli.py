@@ -48,28 +48,17 @@ def _guarded(run: Callable[[argparse.Namespace], int], outcome: str = "") -> Cal
     return wrapper
 
 
-def _prepare_build(clusters):
-    """While a large fleet's workload files parse in worker processes: the build's imports (a quarter
-    second), the caches its workers will inherit, and the checks of each document as it arrives."""
-    from .build import read_along
-
-    return read_along(clusters)
-
-
-def _build(args: argparse.Namespace, only: str | None, previous: Path | None, placement: str, rendering: bool = True,
-           staging: Path | None = None):
-    """Compile, emit, check and (placement) plan every cluster; raises on bad input (2), infeasible or refused output (1)."""
-    from .load.fleet import load_fleet
-
-    files = load_fleet(args.fleet, meanwhile=_prepare_build, jobs=args.jobs)  # a large fleet parses in workers meanwhile
-    from .build import build_fleet
+def _checks(args: argparse.Namespace):
     from .check.model import CheckOptions
 
-    options = CheckOptions(tuple(Path(d) for d in args.crds or ()), args.require_crds, args.allow_replace)
-    built = build_fleet(files, only, options, previous, args.jobs, placement,
-                        progress=_Progress("clusters built", "", min_total=10) if sys.stderr.isatty() else None, staging=staging)
-    built.raise_if_failed(rendering)
-    return built
+    return CheckOptions(tuple(Path(d) for d in args.crds or ()), args.require_crds, args.allow_replace)
+
+
+def _load(args: argparse.Namespace):
+    """A large fleet's files start parsing in worker processes before the compiler is imported."""
+    from .runner import load
+
+    return load(args.fleet, args.jobs)
 
 
 @_guarded
@@ -79,9 +68,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.previous is not None and not Path(args.previous).is_dir():
         raise InputError([Diagnostic(str(args.previous), 0, "--previous", "directory does not exist",
                                      "pass the output directory of an earlier `gpuc render`")])
-    # The same plan gate as render: a fleet validate passes is one render writes.
-    built = _build(args, None, Path(args.previous) if args.previous else None, placement="gate", rendering=False)
-    checked = {c.name: c.checked for c in built.clusters}
+    loaded = _load(args)
+    from .pipeline import CompileOptions, compile_fleet
+
+    # The same gate as render: a fleet validate passes is one render writes.
+    options = CompileOptions(checks=_checks(args), previous=Path(args.previous) if args.previous else None,
+                             keep=False, jobs=args.jobs)
+    built = compile_fleet(loaded, options, built=_built_progress())
+    built.raise_if_failed("`gpuc render` would refuse this fleet")
+    checked = {c.name: c.checked for c in built.clusters.values()}
     if args.output == "json":
         print(json.dumps({"ok": True, "clusters": sorted(checked), "checkedObjects": checked,
                           "warnings": [w.as_dict() for w in built.warnings]}, indent=2))
@@ -114,6 +109,10 @@ def _progress_for(cluster: str):
     return _Progress("placing pods on", cluster) if sys.stderr.isatty() else None
 
 
+def _built_progress():
+    return _Progress("clusters built", "", min_total=10) if sys.stderr.isatty() else None
+
+
 def _cannot_write(out: Path, reason: str):
     from .diagnostics import Diagnostic, InputError
 
@@ -143,7 +142,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     import shutil
 
     from .diagnostics import Diagnostic, InputError
-    from .emit.staging import StagingError, stage_tree, swap_in
+    from .emit.staging import StagingError, stage_cluster, stage_tree, swap_in
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():
@@ -155,9 +154,15 @@ def cmd_render(args: argparse.Namespace) -> int:
         raise _cannot_write(out, exc.strerror or str(exc)) from None
     done = False
     try:
-        # the tree about to be replaced is the previous state
-        built = _build(args, args.cluster, out, placement="warn" if args.allow_infeasible else "gate", staging=staging)
-        trees = {c.name: c.paths for c in built.clusters}
+        loaded = _load(args)
+        from .pipeline import CompileOptions, compile_fleet
+
+        # the tree about to be replaced is the previous state; the build workers stage what passes
+        options = CompileOptions(only=args.cluster, checks=_checks(args), previous=out, allow_infeasible=args.allow_infeasible,
+                                 keep=False, jobs=args.jobs)
+        built = compile_fleet(loaded, options, write=functools.partial(stage_cluster, out, staging), built=_built_progress())
+        built.raise_if_failed()
+        trees = {c.name: c.paths for c in built.clusters.values()}
         _check_targets(out, list(trees))
         try:
             swap_in(out, staging, list(trees), prune_other_clusters=args.cluster is None)
@@ -177,7 +182,7 @@ def cmd_render(args: argparse.Namespace) -> int:
                           "warnings": [w.as_dict() for w in built.warnings]}, indent=2))
     else:
         _print_diagnostics(built.warnings, False)
-        for c in built.clusters:
+        for c in built.clusters.values():
             releases = f"{c.releases} Helm release{'' if c.releases == 1 else 's'}"
             print(f"{c.name}: {c.objects} objects, {releases}, {c.checked - c.objects} Argo CD Applications -> {Path(args.out) / c.name}")
     return EXIT_OK
@@ -198,6 +203,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
                                      ("name one as namespace/name: " if found else "workloads: ") + ", ".join(names))])
     data = explain_data(compilation, args.workload)
     print(json.dumps(data, indent=2) if args.output == "json" else explain_text(data), end="" if args.output != "json" else "\n")
+    failure = compilation.failure("`gpuc render` would refuse this fleet")
+    if failure is not None:  # the explanation is what helps most then: shown, and the run still fails
+        if args.output != "json":
+            _print_diagnostics(failure.diagnostics, False)
+        return EXIT_FINDINGS
+    _print_diagnostics(compilation.warnings, args.output == "json")
     return EXIT_OK
 
 
@@ -205,15 +216,14 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     from .diagnostics import Diagnostic, InputError
     from .emit.plan_report import plan_text
-    from .pipeline import compile_fleet
-    from .place.allocator import plan_compilation
+    from .pipeline import CompileOptions, compile_fleet
 
-    compilation = compile_fleet(args.fleet, args.cluster)
-    if args.slices and len(compilation.clusters) != 1:
-        raise InputError([Diagnostic(str(args.slices), 0, "--slices", "a slices file describes one cluster",
-                                     f"add --cluster (clusters: {', '.join(compilation.clusters)})")])
-    plans = plan_compilation(compilation, args.slices, progress=_progress_for)
-    feasible = all(p.feasible for p in plans)
+    options = CompileOptions(only=args.cluster, detail=True, slices=Path(args.slices) if args.slices else None)
+    compilation = compile_fleet(args.fleet, options, progress=_progress_for)
+    plans = [c.placement for c in compilation.clusters.values() if c.placement is not None]
+    # clusters that did not compile have no placement, and output the checks refuse would not be applied
+    blocking = [d for c in compilation.clusters.values() for d in (c.infeasible if c.placement is None else []) + c.rejected]
+    feasible = not blocking and all(p.feasible for p in plans)
     if args.html:
         from .emit.capacity_html import capacity_html
         from .emit.staging import write_file_atomically
@@ -226,9 +236,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
                                          "pass a path in an existing, writable directory")]) from None
     if args.output == "json":
         print(json.dumps({"ok": feasible, "clusters": [p.as_dict() for p in plans],
+                          "problems": [d.as_dict() for d in sorted(set(blocking))],
                           "warnings": [w.as_dict() for w in compilation.warnings]}, indent=2))
     else:
-        _print_diagnostics(compilation.warnings + [w for p in plans for w in p.warnings], False)
+        _print_diagnostics(compilation.warnings + [w for p in plans for w in p.warnings] + sorted(set(blocking)), False)
         print("\n".join(plan_text(p) for p in plans), end="")
     return EXIT_OK if feasible else EXIT_FINDINGS
 
@@ -236,16 +247,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
 @_guarded
 def cmd_inventory(args: argparse.Namespace) -> int:
     from .emit.yaml_out import dump
-    from .pipeline import compile_fleet
-    from .place.inventory import synthesize_for
-    from .place.inventory.bulk import bulk_objects
+    from .pipeline import CompileOptions, compile_fleet
+    from .place import synthesize_for
     from .place.inventory.codec import inventory_list
 
-    compilation = compile_fleet(args.fleet, args.cluster)
-    compiled = compilation.clusters[args.cluster]
+    compilation = compile_fleet(args.fleet, CompileOptions(only=args.cluster))
+    compiled = compilation.clusters[args.cluster].compiled
+    if compiled is None:  # sizing failed: the findings say why
+        compilation.raise_if_failed("no inventory was printed")
+    assert compiled is not None
     source = f"synthesized by gpuc from {compiled.cluster.intent.ref}"
-    with bulk_objects():
-        listing = inventory_list(synthesize_for(compiled), {"gpuc.dev/source": source})
+    listing = inventory_list(synthesize_for(compiled), {"gpuc.dev/source": source})
     _print_diagnostics(compilation.warnings, args.output == "json")
     print(json.dumps(listing, indent=2) if args.output == "json" else dump(listing), end="\n" if args.output == "json" else "")
     return EXIT_OK
@@ -253,10 +265,11 @@ def cmd_inventory(args: argparse.Namespace) -> int:
 
 @functools.partial(_guarded, outcome="no diff was produced")
 def cmd_diff(args: argparse.Namespace) -> int:
+    from .check.model import CheckOptions
     from .emit.diff.report import as_json, markdown
-    from .emit.diff.run import diff_fleet
+    from .pipeline import diff_fleet
 
-    diff = diff_fleet(Path(args.fleet), args.base, args.cluster)
+    diff = diff_fleet(Path(args.fleet), args.base, args.cluster, CheckOptions(tuple(Path(d) for d in args.crds or ())))
     gated = sorted(set(args.fail_on) & diff.conditions())
     print(as_json(diff, gated) if args.output == "json" else markdown(diff), end="" if args.output != "json" else "\n")
     return EXIT_FINDINGS if gated else EXIT_OK
@@ -326,6 +339,8 @@ def build_parser() -> argparse.ArgumentParser:
                outputs=("markdown", "json"))
     diff.add_argument("--base", required=True, metavar="REF", help="git commit-ish to compare against, e.g. origin/main")
     diff.add_argument("--cluster", help="compare only this cluster")
+    diff.add_argument("--crds", action="append", metavar="DIR",
+                      help="directory of CRD YAMLs to check custom resources against, as in render (repeatable)")
     diff.add_argument("--fail-on", type=_gates, action="extend", default=[], metavar="CONDITIONS",
                       help="exit 1 when the diff has any of these conditions (comma-separated, repeatable): "
                            "any, replacement, gpu-increase, infeasible, cluster-removed")

@@ -1,57 +1,81 @@
-"""The compiler pipeline: load -> validate -> plan -> lower (-> check -> emit, in the backends).
+"""The one entry point every backend uses: load -> validate -> plan -> lower -> place -> check.
 
-`compile_fleet` is the one entry point every backend uses (rendered tree, Pulumi stacks, diff,
-explain), so they all see the same compiled objects.
+`compile_fleet` returns a `CompiledFleet` (check.gate): per cluster the compiled objects, where every
+pod goes, and what the output checks and the placement found. The rendered tree, the Pulumi stacks,
+`gpuc diff`, `plan`, `explain` and `validate` all take it from here and ask it the same question
+(`CompiledFleet.failure`), so no backend applies what another refuses; `render` adds only the writing.
+How the work is spread over processes is the runner's business.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from .diagnostics import Diagnostic, Findings, InfeasibleError, InputError
-from .load.fleet import FleetFiles, Meanwhile, load_fleet
+from .check.gate import ClusterOutcome, CompiledFleet, OutputRejected
+from .check.model import NO_PREVIOUS, CheckOptions, ClusterContext, PreviousObjects
+from .check.run import check_cluster, cluster_catalog
+from .diagnostics import Diagnostic, Findings, InputError
+from .emit.diff.compare import FleetDiff, compare
+from .emit.previous import PreviousTree
+from .emit.tree import cluster_files
+from .load.fleet import FleetFiles, load_fleet
+from .load.git import materialize
+from .load.yaml_source import SourceDoc
 from .lower import lower_cluster
 from .lower.graph import CompiledCluster
+from .place import Inventory, Progress, exported_inventory, place_cluster, synthesize_for
 from .plan import plan_cluster
-from .validate.documents import Fleet, build_fleet
+from .runner import LoadedFleet, build_workers, load, mapped, without_cyclic_gc
+from .validate.documents import CheckedDocument, Fleet, build_fleet
 from .validate.resolved import ResolvedCluster
 from .validate.rules import check_intents, resolve_clusters
 
-
-@dataclass
-class Compilation:
-    fleet: Fleet
-    clusters: dict[str, CompiledCluster]
-    warnings: list[Diagnostic] = field(default_factory=list)
-    infeasible: dict[str, list[Diagnostic]] = field(default_factory=dict)  # only when compiled leniently
+# Called in the process that built a cluster that passed every check, with its rendered files and
+# the files byte-identical to the previous tree's (`render` stages them: emit.staging.stage_cluster).
+Write = Callable[[str, dict[str, str], set[str]], None]
 
 
-def validate_fleet(source: str | os.PathLike[str] | FleetFiles, meanwhile: Meanwhile | None = None,
-                   ) -> tuple[Fleet, dict[str, ResolvedCluster], list[Diagnostic]]:
-    """Load (unless `source` is already loaded) and validate; raises InputError (exit 2) with every
-    finding. `meanwhile`: see load_fleet."""
-    fleet, resolved, findings = validate_clusters(source, meanwhile)
-    check_intents(fleet, resolved, findings)
-    findings.raise_if_errors()
-    return fleet, resolved, findings.warnings
+@dataclass(frozen=True)
+class CompileOptions:
+    only: str | None = None  # compile just this cluster
+    checks: CheckOptions = CheckOptions()
+    previous: Path | None = None  # a previous render's root: updates are judged against DIR/<cluster>
+    allow_infeasible: bool = False  # pods that cannot be placed are warnings, not a failure
+    detail: bool = False  # record every placed pod's devices and each pool's use (plan, diff, reports)
+    slices: Path | None = None  # the cluster's exported ResourceSlices instead of synthesized ones (one cluster)
+    keep: bool = True  # keep compiled objects and placements (False: findings only; large fleets build in workers)
+    missing_ok: bool = False  # `only` may name no cluster of the fleet (a diff side without it)
+    jobs: int | None = None  # worker processes (None: one per core for large fleets)
 
 
-def validate_clusters(source: str | os.PathLike[str] | FleetFiles, meanwhile: Meanwhile | None = None,
-                      jobs: int | None = None) -> tuple[Fleet, dict[str, ResolvedCluster], Findings]:
-    """The first part of validate_fleet: every document checked and every cluster resolved, which is all
-    that compiling a cluster needs. The workload rules (validate.rules.check_intents) are still to run,
-    and they may add errors to the findings. Raises InputError when what is here already fails."""
+def validate_clusters(source: str | os.PathLike[str] | FleetFiles,
+                      checked_early: Callable[[SourceDoc], CheckedDocument | None] | None = None
+                      ) -> tuple[Fleet, dict[str, ResolvedCluster], Findings]:
+    """Every document checked and every cluster resolved, which is all that compiling a cluster needs.
+    The workload rules (validate.rules.check_intents) are still to run and may add errors. Raises
+    InputError when what is here already fails."""
     findings = Findings()
-    files = source if isinstance(source, FleetFiles) else load_fleet(source, meanwhile, jobs)
+    files = source if isinstance(source, FleetFiles) else load_fleet(source)
     findings.extend(files.warnings)
-    fleet = build_fleet(files, findings)
+    fleet = build_fleet(files, findings, checked_early)
     findings.raise_if_errors()
     resolved = resolve_clusters(fleet, findings)
     if findings.errors:
         check_intents(fleet, resolved, findings)  # every mistake in one run
         findings.raise_if_errors()
     return fleet, resolved, findings
+
+
+def validate_fleet(source: str | os.PathLike[str] | FleetFiles) -> tuple[Fleet, dict[str, ResolvedCluster], list[Diagnostic]]:
+    """Load and validate, without compiling; raises InputError (exit 2) with every finding."""
+    fleet, resolved, findings = validate_clusters(source)
+    check_intents(fleet, resolved, findings)
+    findings.raise_if_errors()
+    return fleet, resolved, findings.warnings
 
 
 def compile_cluster(cluster: ResolvedCluster, fleet: Fleet) -> tuple[CompiledCluster | None, Findings]:
@@ -61,31 +85,127 @@ def compile_cluster(cluster: ResolvedCluster, fleet: Fleet) -> tuple[CompiledClu
     return (None if findings.errors else lower_cluster(plan, fleet)), findings
 
 
-def compile_fleet(root: str | os.PathLike[str], only: str | None = None, *, lenient: bool = False,
-                  missing_ok: bool = False) -> Compilation:
-    """Compile every cluster of the fleet (or just `only`).
+@dataclass
+class _Job:
+    """What building one cluster needs; forked workers inherit it."""
 
-    Raises InputError for bad input. A cluster whose workloads cannot be satisfied raises
-    InfeasibleError, unless `lenient`: then it is left out and its findings are in `infeasible`.
-    With `missing_ok`, a fleet without `only` compiles to no cluster (a diff reports it removed or added).
-    """
-    fleet, resolved, warnings = validate_fleet(root)
-    if only is not None and only not in resolved and not missing_ok:
-        raise InputError([Diagnostic(str(root), 0, "--cluster", f"no cluster named '{only}' in the fleet",
-                                     f"clusters: {', '.join(resolved)}")])
-    compilation = Compilation(fleet, {}, list(warnings))
-    errors: list[Diagnostic] = []
-    for name, cluster in resolved.items():
-        if only is not None and name != only:
-            continue
-        compiled, findings = compile_cluster(cluster, fleet)
-        compilation.warnings.extend(findings.warnings)
+    fleet: Fleet
+    clusters: dict[str, ResolvedCluster]
+    options: CompileOptions
+    write: Write | None
+    progress: Callable[[str], Progress | None] | None = None
+    catalogs: dict = field(default_factory=dict)
+
+    def inventory(self, compiled: CompiledCluster) -> Inventory:
+        slices = self.options.slices
+        return exported_inventory(compiled, slices) if slices is not None else synthesize_for(compiled)
+
+    def previous(self, name: str, files: dict[str, str] | None) -> PreviousTree | None:
+        root = self.options.previous
+        return PreviousTree(root / name, files) if root is not None else None
+
+    def build(self, name: str) -> ClusterOutcome:
+        options = self.options
+        compiled, findings = compile_cluster(self.clusters[name], self.fleet)
+        outcome = ClusterOutcome(name, warnings=findings.warnings)
         if compiled is None:
-            compilation.infeasible[name] = findings.errors
-            errors.extend(findings.errors)
-        else:
-            compilation.clusters[name] = compiled
-    compilation.warnings = sorted(set(compilation.warnings))
-    if errors and not lenient:
-        raise InfeasibleError(sorted(set(errors + compilation.warnings)))
-    return compilation
+            outcome.infeasible = findings.errors
+            return outcome
+        outcome.objects, outcome.releases = len(compiled.objects), len(compiled.releases)
+        files = cluster_files(compiled) if self.write is not None or options.previous is not None else None
+        tree = self.previous(name, files)
+        previous: PreviousObjects = tree if tree is not None else NO_PREVIOUS
+        inventory = self.inventory(compiled)
+        ctx = ClusterContext(compiled, cluster_catalog(compiled, self.fleet.root, options.checks), options.checks,
+                             previous, inventory)
+        outcome.checked = len(ctx.objects)
+        for d in check_cluster(ctx):
+            (outcome.rejected if d.severity == "error" else outcome.warnings).append(d)
+        placement = None
+        # The gate does not place output the cluster refuses (its pods would never exist); a detailed plan
+        # does, since where each pod would go, and why it could not, helps fix it.
+        if not outcome.rejected or options.detail:
+            progress = self.progress(name) if self.progress is not None else None
+            placement = place_cluster(compiled, inventory, progress, detail=options.detail)
+            outcome.unplaced = len(placement.unplaced)
+            problems = placement.diagnostics()
+            if options.allow_infeasible:
+                outcome.warnings.extend(Diagnostic(d.file, d.line, d.path, d.message, d.hint, "warning") for d in problems)
+            else:
+                outcome.infeasible.extend(problems)
+        if self.write is not None and files is not None and outcome.passed:
+            self.write(name, files, tree.unchanged if tree is not None else set())
+            outcome.paths = sorted(files)
+        if options.keep:
+            outcome.compiled, outcome.placement = compiled, placement
+        return outcome
+
+
+def compile_fleet(source: str | os.PathLike[str] | LoadedFleet, options: CompileOptions = CompileOptions(), write: Write | None = None,
+                  progress: Callable[[str], Progress | None] | None = None,
+                  built: Callable[[int, int], None] | None = None) -> CompiledFleet:
+    """Load, validate and compile every cluster (or `options.only`), place its pods and check its
+    output. Raises InputError for bad input (exit 2); what the clusters cannot satisfy or would refuse
+    is in the result (`CompiledFleet.failure`). `write` is called for every cluster that passes (see
+    Write); `progress` gives a pod-placement progress callback per cluster, `built` is told (clusters
+    built, clusters) as each cluster finishes. `source` is a fleet directory, or one runner.load read."""
+    with without_cyclic_gc():
+        loaded = source if isinstance(source, LoadedFleet) else load(source, options.jobs)
+        fleet, resolved, findings = validate_clusters(loaded.files, loaded.checked_early)
+        only = options.only
+        if only is not None and only not in resolved and not options.missing_ok:
+            check_intents(fleet, resolved, findings)  # mistakes in the fleet come first
+            findings.raise_if_errors()
+            raise InputError([Diagnostic(str(fleet.root), 0, "--cluster", f"no cluster named '{only}' in the fleet",
+                                         f"clusters: {', '.join(resolved)}")])
+        names = [n for n in resolved if only is None or n == only]
+        if options.slices is not None and len(names) != 1:
+            raise InputError([Diagnostic(str(options.slices), 0, "--slices", "a slices file describes one cluster",
+                                         f"add --cluster (clusters: {', '.join(names)})")])
+        job = _Job(fleet, resolved, options, write, progress)
+        workers = 1 if options.keep else build_workers(sum(len(fleet.workloads_on(n)) for n in names), len(names), options.jobs)
+        outcomes: dict[str, ClusterOutcome] = {}
+        with mapped(job.build, names, workers) as results:
+            # The workload rules run here while forked workers already build (the rules only add findings).
+            # If they fail, the builds are thrown away unread and whatever a worker wrote is discarded.
+            check_intents(fleet, resolved, findings)
+            findings.raise_if_errors()
+            for outcome in results:
+                outcomes[outcome.name] = outcome
+                if built is not None:
+                    built(len(outcomes), len(names))
+        warnings = sorted(set(findings.warnings) | {w for o in outcomes.values() for w in o.warnings})
+        return CompiledFleet(fleet, outcomes, warnings)
+
+
+def diff_fleet(fleet: Path, base_ref: str, only: str | None = None, checks: CheckOptions = CheckOptions()) -> FleetDiff:
+    """Compile the fleet at `base_ref` (read from git) and as it is now, place and check both sides, and
+    compare them. Bad input now is an error (exit 2); a base that does not compile is reported, so that a
+    pull request fixing a broken base branch can still be reviewed."""
+    options = CompileOptions(only=only, checks=checks, detail=True, missing_ok=True)
+    head = compile_fleet(fleet, options)
+    base, problems = _compile_base(fleet, base_ref, options)
+    if only is not None and not problems and only not in head.fleet.clusters and (base is None or only not in base.fleet.clusters):
+        raise InputError([Diagnostic(str(fleet), 0, "--cluster", f"no cluster named '{only}' in the fleet, now or at {base_ref}",
+                                     f"clusters: {', '.join(sorted(head.fleet.clusters)) or '(none)'}")])
+    return compare(base, head, base_ref, problems)
+
+
+def _compile_base(fleet: Path, ref: str, options: CompileOptions) -> tuple[CompiledFleet | None, list[Diagnostic]]:
+    """The fleet at `ref`: None when it did not exist there; with its input errors when it does not compile."""
+    with tempfile.TemporaryDirectory(prefix="gpuc-base-") as tmp:
+        base_dir = Path(tmp) / "fleet"
+        if not materialize(fleet, ref, base_dir):
+            return None, []
+        try:
+            return compile_fleet(base_dir, options), []
+        except InputError as exc:
+            return None, [_at_base(d, ref) for d in exc.diagnostics]
+
+
+def _at_base(d: Diagnostic, ref: str) -> Diagnostic:
+    return Diagnostic(f"{ref}:{d.file}", d.line, d.path, f"(at the base) {d.message}", d.hint, d.severity)
+
+
+__all__ = ["CheckOptions", "ClusterOutcome", "CompileOptions", "CompiledFleet", "OutputRejected", "Write", "compile_cluster",
+           "compile_fleet", "diff_fleet", "validate_clusters", "validate_fleet"]

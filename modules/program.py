@@ -1,8 +1,12 @@
 """The stack program's steps: read stack config, compile the stack's cluster, register it.
 
 The stack name is the cluster name, so `pulumi stack select prod-east` cannot deploy staging's
-objects. Anything wrong with the input ends as a `pulumi.RunError` carrying gpuc's diagnostics
-(file, line, field, hint), which Pulumi prints without a Python traceback.
+objects. The cluster goes through the same gate as `gpuc render` (compiler.pipeline.compile_fleet):
+input errors, output the API server or the driver would refuse, and pods that cannot be placed all
+end as a `pulumi.RunError` carrying gpuc's diagnostics (file, line, field, hint), which Pulumi prints
+without a Python traceback, before any resource is registered. The stack config has render's escape
+hatches: `gpuc:allowInfeasible` (--allow-infeasible) and `gpuc:allowReplace` (--allow-replace, judged
+against `gpuc:previous`, a rendered tree, as `gpuc validate --previous` does).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import pulumi_kubernetes as k8s
 
 from compiler.diagnostics import InfeasibleError, InputError
 from compiler.lower.graph import CompiledCluster
-from compiler.pipeline import compile_fleet, validate_fleet
+from compiler.pipeline import CheckOptions, CompileOptions, OutputRejected, compile_fleet
 
 from .cluster import GpuCluster
 from .components import UnknownComponent
@@ -31,38 +35,57 @@ class StackSettings:
     fleet: Path
     kubeconfig: Optional[pulumi.Output[str]]  # a path or the file's content, kept secret in state
     context: Optional[str]
+    allow_infeasible: bool = False  # render --allow-infeasible: pods that cannot be placed are warnings
+    allow_replace: bool = False  # render --allow-replace: accept replacing a NIMService (judged against `previous`)
+    previous: Optional[Path] = None  # a rendered tree (DIR/<cluster>/ inside) that updates are judged against
 
     @classmethod
     def from_config(cls, project_root: Path) -> "StackSettings":
-        """`gpuc:fleet` is relative to the project root (where Pulumi.yaml is), like every path in it."""
+        """`gpuc:fleet` and `gpuc:previous` are relative to the project root (where Pulumi.yaml is)."""
         config = pulumi.Config(CONFIG_NAMESPACE)
+        previous = config.get("previous")
         return cls(stack=pulumi.get_stack(), fleet=project_root / config.require("fleet"),
-                   kubeconfig=config.get_secret("kubeconfig"), context=config.get("context"))
+                   kubeconfig=config.get_secret("kubeconfig"), context=config.get("context"),
+                   allow_infeasible=bool(config.get_bool("allowInfeasible")), allow_replace=bool(config.get_bool("allowReplace")),
+                   previous=project_root / previous if previous else None)
 
 
 def _fail(settings: StackSettings, exc: InputError) -> NoReturn:
-    what = "cannot be placed" if isinstance(exc, InfeasibleError) else "has input errors"
+    if isinstance(exc, OutputRejected):
+        what = "compiles to output the cluster would refuse, so nothing was registered"
+    elif isinstance(exc, InfeasibleError):
+        what = "cannot be placed on the cluster, so nothing was registered"
+    else:
+        what = "has input errors"
     lines = [f"gpuc: fleet {settings.fleet} {what} (stack '{settings.stack}'):"] + [d.render() for d in exc.diagnostics]
     raise pulumi.RunError("\n".join(lines)) from None
 
 
 def compile_stack(settings: StackSettings) -> CompiledCluster:
-    """Compile the cluster named like the stack, logging warnings; RunError on any finding."""
+    """Compile, place and check the cluster named like the stack, logging warnings; RunError whenever
+    `gpuc render` would refuse it (with the same escape hatches)."""
+    if settings.previous is not None and not settings.previous.is_dir():
+        raise pulumi.RunError(f"gpuc: stack '{settings.stack}': gpuc:previous {settings.previous} is not a directory; "
+                              "set it to the rendered tree (e.g. rendered) or remove it")
+    options = CompileOptions(only=settings.stack, checks=CheckOptions(allow_replace=settings.allow_replace),
+                             previous=settings.previous, allow_infeasible=settings.allow_infeasible, missing_ok=True)
     try:
-        _, clusters, _ = validate_fleet(settings.fleet)
+        compilation = compile_fleet(settings.fleet, options)
     except InputError as exc:
         _fail(settings, exc)
-    if settings.stack not in clusters:
+    if settings.stack not in compilation.clusters:
         raise pulumi.RunError(
             f"gpuc: stack '{settings.stack}' deploys the cluster of that name, but fleet {settings.fleet} has no cluster "
-            f"'{settings.stack}' (clusters: {', '.join(sorted(clusters))}); select one with `pulumi stack select <cluster>`")
-    try:
-        compilation = compile_fleet(settings.fleet, only=settings.stack)
-    except InputError as exc:
-        _fail(settings, exc)
+            f"'{settings.stack}' (clusters: {', '.join(sorted(compilation.fleet.clusters))}); select one with "
+            "`pulumi stack select <cluster>`")
+    failure = compilation.failure("the stack registers nothing")
+    if failure is not None:
+        _fail(settings, failure)
     for warning in compilation.warnings:
         pulumi.log.warn(warning.render())
-    return compilation.clusters[settings.stack]
+    compiled = compilation.clusters[settings.stack].compiled
+    assert compiled is not None  # it passed the gate
+    return compiled
 
 
 def cluster_provider(settings: StackSettings) -> k8s.Provider:

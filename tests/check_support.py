@@ -42,7 +42,7 @@ def damageable(compiled):
 
 def example_cluster(name: str):
     """A private copy of one compiled example cluster, safe to damage."""
-    return damageable(_examples().clusters[name])
+    return damageable(_examples().compiled[name])
 
 
 def find(compiled, kind: str, name_part: str = ""):
@@ -52,11 +52,11 @@ def find(compiled, kind: str, name_part: str = ""):
 def run_checks(compiled, *, crds: tuple[Path, ...] | None = None, previous: dict | None = None,
                fleet_root: Path = EXAMPLES, **options: Any):
     """Diagnostics of every checker for one compiled cluster."""
-    from compiler.check.model import CheckOptions, ClusterContext
+    from compiler.check.model import CheckOptions, ClusterContext, PreviousByKey
     from compiler.check.run import check_cluster, cluster_catalog
 
     opts = CheckOptions(reference_crds() if crds is None else crds, **options)
-    ctx = ClusterContext(compiled, cluster_catalog(compiled, fleet_root, opts), opts, previous or {})
+    ctx = ClusterContext(compiled, cluster_catalog(compiled, fleet_root, opts), opts, PreviousByKey(previous or {}))
     return check_cluster(ctx)
 
 

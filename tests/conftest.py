@@ -120,7 +120,7 @@ def fleet(tmp_path: Path):
 def compile_single(fleet_path: Path, cluster: str = "c1"):
     from compiler.pipeline import compile_fleet
 
-    return compile_fleet(fleet_path).clusters[cluster]
+    return compile_fleet(fleet_path).compiled[cluster]
 
 
 def objects_of(compiled, kind: str) -> list[dict]:

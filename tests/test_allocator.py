@@ -10,13 +10,14 @@ from conftest import cluster_doc, compile_single, workload_doc
 from compiler.cel import Quantity
 from compiler.load.yaml_source import SourceDoc
 from compiler.place.allocator import (
-    DeviceClass, Pod, PodClaim, parse_claim_spec, placement_order, plan_cluster_allocation,
+    DeviceClass, Pod, PodClaim, parse_claim_spec, placement_order,
 )
 from compiler.place.allocator.candidates import DeviceIndex
 from compiler.place.allocator.planner import Planner
 from compiler.place.allocator.search import allocate_on_node
 from compiler.place.allocator.state import AllocationState, ClaimResult, DeviceResult
-from compiler.place.inventory import Device, NodeInfo, ResourceSlice, build_inventory, synthesize_for
+from compiler.place import place_cluster, synthesize_for
+from compiler.place.inventory import Device, NodeInfo, ResourceSlice, build_inventory
 from compiler.place.inventory.codec import counter_use
 
 GPU = "gpu.nvidia.com"
@@ -291,7 +292,7 @@ def test_mig_mix_fits_when_the_helpers_slices_go_elsewhere(fleet):
                             workload_doc("b-notebook", gpu={"mig": {"sameGpu": True, "slices": [
                                 {"profile": "3g.40gb", "count": 1}, {"profile": "1g.10gb", "count": 2}]}})]}
     compiled = compile_single(fleet(clusters=[cluster_doc(pools=pools)], workloads=workloads))
-    plan = plan_cluster_allocation(compiled, synthesize_for(compiled))
+    plan = place_cluster(compiled, synthesize_for(compiled))
     where = {p.workload: (p.node, [d.device for c in p.claims for d in c.devices]) for p in plan.pods}
     assert plan.feasible
     assert where["team/b-notebook"] == ("mixed-0", ["gpu-0-mig-3g40gb-9-0", "gpu-0-mig-1g10gb-19-4", "gpu-0-mig-1g10gb-19-5"])
@@ -305,7 +306,7 @@ def test_mig_mix_without_room_says_which_profiles_are_missing(fleet):
     workloads = {"w.yaml": [workload_doc("notebook", replicas=2, gpu=mix),
                             workload_doc("helper", replicas=2, gpu={"mig": {"slices": [{"profile": "1g.10gb", "count": 2}], "sameGpu": False}})]}
     compiled = compile_single(fleet(clusters=[cluster_doc(pools=pools)], workloads=workloads))
-    plan = plan_cluster_allocation(compiled, synthesize_for(compiled))
+    plan = place_cluster(compiled, synthesize_for(compiled))
     reasons = {p.pod: p.reason for p in plan.unplaced}
     # Both notebooks take a GPU each; the helpers then find every 1g.10gb allocated.
     assert set(reasons) == {"helper-0", "helper-1"}
@@ -320,7 +321,7 @@ def test_mig_mix_message_names_the_mix(fleet):
                             workload_doc("b-ones", gpu={"mig": {"sameGpu": True, "slices": [{"profile": "1g.10gb", "count": 2}]}}),
                             workload_doc("z-probe", gpu=pair)]}
     compiled = compile_single(fleet(clusters=[cluster_doc(pools=pools)], workloads=workloads))
-    plan = plan_cluster_allocation(compiled, synthesize_for(compiled))
+    plan = place_cluster(compiled, synthesize_for(compiled))
     # a-pair takes GPU 0's 3g.40gb and a 1g.10gb; b-ones needs two 1g.10gb on one GPU and takes GPU 1's.
     # z-probe then sees a free 3g.40gb (GPU 1) and a free 1g.10gb (GPU 0), never on the same GPU.
     (failed,) = plan.unplaced
@@ -336,7 +337,7 @@ def test_each_unplaceable_pod_is_explained_in_its_own_workloads_name(fleet):
     workloads = {"w.yaml": [workload_doc("a-filler", gpu={"count": 1}), workload_doc("b-one", gpu=shared),
                             workload_doc("c-two", gpu=shared)]}
     compiled = compile_single(fleet(clusters=[cluster_doc(pools=pools)], workloads=workloads))
-    plan = plan_cluster_allocation(compiled, synthesize_for(compiled))
+    plan = place_cluster(compiled, synthesize_for(compiled))
     assert [p.pod for p in plan.unplaced] == ["b-one-0", "c-two-0"]
     assert [p.reason.split(" needs")[0] for p in plan.unplaced] == ["request 'gpu' of b-one", "request 'gpu' of c-two"]
 
@@ -376,11 +377,11 @@ def test_the_render_gate_places_every_pod_where_the_full_plan_does(fleet):
     pools = [{"name": "h100", "nodes": 2, "gpu": {"model": "H100-80GB", "count": 8}},
              {"name": "a100", "nodes": 1, "gpu": {"model": "A100-80GB", "count": 8}, "mig": {"layout": "all-balanced"}}]
     path = fleet(clusters=[cluster_doc(pools=pools)], workloads={"w.yaml": [big, mig, *small]})
-    compiled = [compile_single(path), *compile_fleet(EXAMPLES).clusters.values()]
+    compiled = [compile_single(path), *compile_fleet(EXAMPLES).compiled.values()]
     unplaced = 0
     for c in compiled:
         inventory = synthesize_for(c)
-        full, gate = plan_cluster_allocation(c, inventory), plan_cluster_allocation(c, inventory, detail=False)
+        full, gate = place_cluster(c, inventory), place_cluster(c, inventory, detail=False)
         assert [(p.pod, p.node) for p in gate.pods] == [(p.pod, p.node) for p in full.pods]
         assert gate.diagnostics() == full.diagnostics()
         assert all(not p.claims for p in gate.pods) and not gate.pools and full.pools

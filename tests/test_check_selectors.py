@@ -10,8 +10,7 @@ from conftest import EXAMPLES, cluster_doc, compile_single, workload_doc
 
 from compiler.check.selectors import check_selectors
 from compiler.pipeline import compile_fleet
-from compiler.place.allocator import plan_cluster_allocation
-from compiler.place.inventory import synthesize_for
+from compiler.place import place_cluster, synthesize_for
 
 CEL_FILE = "workloads/w.yaml"
 W = "w.yaml"
@@ -33,7 +32,7 @@ def line_of(fleet_path, needle):
 
 @pytest.mark.parametrize("cluster", ["prod-east", "staging", "lab"])
 def test_the_example_fleet_has_no_findings(cluster):
-    compiled = compile_fleet(EXAMPLES).clusters[cluster]
+    compiled = compile_fleet(EXAMPLES).compiled[cluster]
     assert check_selectors(compiled, synthesize_for(compiled)) == []
 
 
@@ -104,7 +103,7 @@ def test_mig_profile_selectors_are_checked_on_mig_devices(fleet):
     assert "fails on every one of the 1 devices gpu.nvidia.com/gpu-0-mig-3g40gb-9-4: no such key: 'memorySlice0'" in d.message
 
 
-PROD = compile_fleet(EXAMPLES).clusters["prod-east"]
+PROD = compile_fleet(EXAMPLES).compiled["prod-east"]
 # cel-python raises the recursion limit when its environment is first built: do that before hypothesis runs.
 assert check_selectors(PROD, synthesize_for(PROD)) == []
 DRA_OBJECTS = [i for i, o in enumerate(PROD.objects) if o.kind in ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate")]
@@ -119,7 +118,7 @@ def test_damaged_claims_and_classes_never_crash_the_check_or_the_plan(pick, wher
     damage(obj.manifest, ("spec",) + paths[where % len(paths)], value, delete)
     inventory = synthesize_for(compiled)
     assert all(d.file and d.message for d in check_selectors(compiled, inventory))
-    plan = plan_cluster_allocation(compiled, inventory)
+    plan = place_cluster(compiled, inventory)
     assert all(p.placed or p.reason for p in plan.pods)
 
 

@@ -9,7 +9,7 @@ import pytest
 from conftest import REFERENCE, cluster_doc, compile_single, workload_doc
 
 from compiler.facts.driver import builtin_classes, driver_lines
-from compiler.place.inventory import synthesize_for
+from compiler.place import synthesize_for
 from compiler.place.inventory.codec import inventory_list
 from compiler.place.inventory.synth import _VALUES, partition_ids
 from compiler.facts import load_table
@@ -235,7 +235,7 @@ def test_attributes_copied_across_a_pools_nodes_equal_computing_them_per_node(mo
     from compiler.place.inventory import synth
     from conftest import EXAMPLES
 
-    compiled = list(compile_fleet(EXAMPLES).clusters.values())
+    compiled = list(compile_fleet(EXAMPLES).compiled.values())
     fast = [inventory_list(synthesize_for(c)) for c in compiled]
     monkeypatch.setattr(synth._Builder, "device", lambda self, name, ctx, plan, place, capacity, consumes=():
                         synth.Device(name, synth.GPU_DRIVER, synth._attributes(ctx, plan), capacity, consumes))
@@ -251,7 +251,7 @@ def _example_inventories():
     from compiler.pipeline import compile_fleet
     from conftest import EXAMPLES
 
-    return [synthesize_for(c) for c in compile_fleet(EXAMPLES).clusters.values()]
+    return [synthesize_for(c) for c in compile_fleet(EXAMPLES).compiled.values()]
 
 
 def test_devices_of_one_template_differ_only_in_the_varying_attributes():

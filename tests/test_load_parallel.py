@@ -1,4 +1,4 @@
-"""Large fleets parse in forked workers (compiler.load.parallel): the documents, the findings and the
+"""Large fleets parse in forked workers (compiler.runner): the documents, the findings and the
 rendered tree must be exactly what a serial load gives."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-import compiler.load.parallel as parallel
+import compiler.runner as parallel
 import compiler.validate.documents as documents
-from compiler.build import warm_caches
+from compiler.runner import parallel_reader, warm_caches
 import compiler.load.fleet as fleet
 from compiler.load.fleet import load_fleet, read_documents
 from compiler.load.yaml_source import SourceDoc
@@ -45,7 +45,7 @@ def test_parallel_load_gives_the_serial_documents(tmp_path, monkeypatch):
 
     monkeypatch.setattr(fleet, "read_documents", read)
     seen = []
-    assert _load(EXAMPLES, meanwhile=lambda clusters: seen.append([d.file for d in clusters])) == serial
+    assert _load(EXAMPLES, meanwhile=lambda clusters: seen.append([d.file for d in clusters]), read_files=parallel_reader()) == serial
     assert seen == [[d[0] for d in serial[0]]]  # the parent ran `meanwhile` with the cluster documents, once
     workload_readers = {line.split()[0] for line in readers.read_text().splitlines() if " workloads/" in line}
     assert workload_readers and str(os.getpid()) not in workload_readers  # workers parsed the workload files
@@ -53,7 +53,7 @@ def test_parallel_load_gives_the_serial_documents(tmp_path, monkeypatch):
 
 def test_small_fleets_parse_in_process():
     seen = []
-    load_fleet(EXAMPLES, meanwhile=seen.append)
+    load_fleet(EXAMPLES, meanwhile=seen.append, read_files=parallel_reader())
     assert seen == []  # no workers, so nothing to overlap
 
 
@@ -77,7 +77,7 @@ def test_worker_findings_equal_the_serial_ones(tmp_path, monkeypatch):
     monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "cores", lambda: 2)
     with pytest.raises(Exception) as forked:
-        load_fleet(root)
+        load_fleet(root, read_files=parallel_reader())
     assert forked.type is serial.type
     assert forked.value.diagnostics == serial.value.diagnostics
     assert {d.file for d in forked.value.diagnostics} == {"workloads/tabs.yaml", "workloads/dup.yaml", "workloads/deep.yaml"}
@@ -130,19 +130,19 @@ def test_documents_checked_while_parsing_report_what_a_serial_load_reports(tmp_p
 
 def test_one_job_parses_in_this_process(always_parallel):
     seen = []
-    load_fleet(EXAMPLES, meanwhile=seen.append, jobs=1)
+    load_fleet(EXAMPLES, meanwhile=seen.append, read_files=parallel_reader(jobs=1))
     assert seen == []  # --jobs 1: no worker processes, so nothing ran alongside them
 
 
 def test_build_takes_the_checks_made_while_parsing(monkeypatch, always_parallel):
     """The read-along exists to save build_fleet the work: its results must be used, not redone."""
-    from compiler.build import read_along
     from compiler.diagnostics import Findings
+    from compiler.runner import load
 
-    files = load_fleet(EXAMPLES, meanwhile=read_along)
-    assert isinstance(files.read_along, documents.DocumentChecks)
+    loaded = load(EXAMPLES)
+    assert loaded.checked_early is not None
     redone = []
     real = documents.check_document
     monkeypatch.setattr(documents, "check_document", lambda doc, *a: redone.append(doc.file) or real(doc, *a))
-    fleet = documents.build_fleet(files, Findings())
+    fleet = documents.build_fleet(loaded.files, Findings(), loaded.checked_early)
     assert fleet.workloads and not [f for f in redone if f.startswith("workloads/")]

@@ -123,7 +123,7 @@ def test_validate_refuses_an_infeasible_plan_like_render(fleet):
     result = gpuc("validate", _crowded(fleet))
     assert result.code == 1 and "ok:" not in result.out
     assert "workloads/w.yaml:" in result.err and "pod llm-2 of team/llm cannot be placed on cluster 'c1'" in result.err
-    assert "1 pod(s) cannot be placed on the clusters' synthesized inventories; `gpuc render` would refuse this fleet" in result.err
+    assert "1 pod(s) cannot be placed on the clusters' inventories, so `gpuc render` would refuse this fleet" in result.err
     report = json.loads(gpuc("validate", _crowded(fleet), "--output", "json").out)
     assert report["ok"] is False and report["exitCode"] == 1
     assert any("cannot be placed on cluster 'c1'" in d["message"] for d in report["diagnostics"])

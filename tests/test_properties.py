@@ -93,8 +93,9 @@ def test_generated_fleets_compile_or_report_and_render_deterministically(fleet_s
         if first is None:
             return
         again = compile_fleet(root)
-        for name, compiled in first.clusters.items():
-            assert cluster_files(compiled) == cluster_files(again.clusters[name])
+        assert first.compiled.keys() == again.compiled.keys()
+        for name, compiled in first.compiled.items():
+            assert cluster_files(compiled) == cluster_files(again.compiled[name])
 
 
 def _mutations() -> st.SearchStrategy:

@@ -121,9 +121,9 @@ def _expected_parent(component: str) -> tuple[str, str]:
 
 @pytest.mark.parametrize("cluster", CLUSTERS)
 def test_components_group_the_compiled_objects(cluster, runs):
-    from compiler.pipeline import compile_fleet
+    from compiler.pipeline import CompileOptions, compile_fleet
 
-    compiled = compile_fleet(EXAMPLES, only=cluster).clusters[cluster]
+    compiled = compile_fleet(EXAMPLES, CompileOptions(only=cluster)).compiled[cluster]
     run = runs[cluster]
     root = next(r for r in run.resources if r.type == "gpuc:index:GpuCluster")
     assert root.name == cluster and root.parent.endswith("pulumi:pulumi:Stack::gpuc-" + cluster)

@@ -185,13 +185,13 @@ def test_render_into_a_file_is_a_clear_error(tmp_path):
 
 
 def test_builds_report_progress_in_cluster_order(tmp_path):
-    from compiler.build import build_fleet
+    from compiler.pipeline import CompileOptions, compile_fleet
 
     for jobs in (1, 2):  # in-process, and forked workers
         seen: list[tuple[int, int]] = []
-        built = build_fleet(EXAMPLES, jobs=jobs, progress=lambda done, total: seen.append((done, total)))
+        built = compile_fleet(EXAMPLES, CompileOptions(keep=False, jobs=jobs), built=lambda done, total: seen.append((done, total)))
         assert seen == [(1, 3), (2, 3), (3, 3)]
-        assert [c.name for c in built.clusters] == ["lab", "prod-east", "staging"]
+        assert list(built.clusters) == ["lab", "prod-east", "staging"]
 
 
 def test_forked_workers_stage_nothing_visible_when_one_cluster_fails(fleet, tmp_path):

@@ -34,7 +34,7 @@ def test_multiline_strings_round_trip(text):
 def test_every_example_object_round_trips():
     compilation = compile_fleet(EXAMPLES)
     count = 0
-    for compiled in compilation.clusters.values():
+    for compiled in compilation.compiled.values():
         for obj in compiled.objects + compiled.gitops:
             assert yaml.safe_load(dump(obj.manifest)) == obj.manifest
             count += 1

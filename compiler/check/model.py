@@ -7,12 +7,14 @@ back to the intent that produced the object, so a checker never deals with sourc
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Literal, Protocol
 
 from ..diagnostics import Diagnostic, Severity
 from ..lower.graph import CompiledCluster, KubeObject
+from ..place import Inventory, synthesize_for
 from ..validate.resolved import ResolvedCluster
 from .crds import CrdCatalog
 
@@ -45,15 +47,44 @@ def object_key(manifest: dict[str, Any]) -> ObjectKey | None:
     return (group, kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
 
 
+class _Previous(enum.Enum):
+    UNCHANGED = "unchanged"
+
+
+UNCHANGED = _Previous.UNCHANGED  # the previous version is byte for byte what is about to be applied
+OldVersion = dict[str, Any] | None | Literal[_Previous.UNCHANGED]
+
+
+class PreviousObjects(Protocol):
+    """What the cluster was given last time, for judging updates (`oldSelf`, immutable fields). The
+    rendered tree (emit.previous.PreviousTree) is one; the check stage never reads files itself."""
+
+    def old_version(self, obj: KubeObject) -> OldVersion:
+        """The previous manifest of `obj`, UNCHANGED, or None when it did not exist."""
+        ...
+
+
+@dataclass(frozen=True)
+class PreviousByKey:
+    """Previous objects by identity (object_key), wherever they came from."""
+
+    objects: dict[ObjectKey, dict[str, Any]] = field(default_factory=dict)
+
+    def old_version(self, obj: KubeObject) -> OldVersion:
+        key = object_key(obj.manifest)
+        return self.objects.get(key) if key is not None else None
+
+
+NO_PREVIOUS = PreviousByKey()
+
+
 @dataclass
 class ClusterContext:
     compiled: CompiledCluster
     crds: CrdCatalog
     options: CheckOptions = CheckOptions()
-    # the tree rendered last time: a PreviousTree, or objects by identity (tests, --previous of another layout)
-    previous: Any = field(default_factory=dict)
-    rendered: dict[str, str] = field(default_factory=dict)  # file name -> text about to be written, when known
-    inventory: Any = None  # the cluster's device inventory, when a caller already has it (see device_inventory)
+    previous: PreviousObjects = NO_PREVIOUS
+    inventory: Inventory | None = None  # the devices the cluster publishes, when a caller already has them
 
     @property
     def cluster(self) -> ResolvedCluster:
@@ -64,14 +95,11 @@ class ClusterContext:
     def __post_init__(self) -> None:
         self.objects = self.compiled.sorted_objects() + sorted(self.compiled.gitops, key=KubeObject.sort_key)
 
-    def device_inventory(self) -> Any:
-        """The devices the cluster's DRA driver would publish (synthesized once, shared with the planner)."""
+    def device_inventory(self) -> Inventory:
+        """The devices selectors are judged against: the pipeline's (synthesized or the cluster's real
+        ResourceSlices, shared with placement), else synthesized here once."""
         if self.inventory is None:
-            from ..place.inventory import synthesize_for
-            from ..place.inventory.bulk import bulk_objects
-
-            with bulk_objects():
-                self.inventory = synthesize_for(self.compiled)
+            self.inventory = synthesize_for(self.compiled)
         return self.inventory
 
 

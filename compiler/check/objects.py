@@ -14,13 +14,11 @@ from collections import defaultdict
 from typing import Any, Iterable
 
 from ..diagnostics import Diagnostic
-from ..emit.tree import object_filename
 from ..facts.platform import immutable_fields, object_meta_rules
 from ..lower.graph import KubeObject
 from .builtin import SchemasUnavailable, builtin_kinds, builtin_schema
 from .cel_rules import CelRules
-from .model import ClusterContext, Finding, object_key, value_at
-from .previous import UNCHANGED, PreviousTree
+from .model import UNCHANGED, ClusterContext, Finding, value_at
 from .schema import MISSING, Node, validate
 
 
@@ -89,15 +87,9 @@ def _immutable_changes(obj: KubeObject, old: dict) -> Iterable[Finding]:
 
 
 def _previous(ctx: ClusterContext, obj: KubeObject) -> Any:
-    if isinstance(ctx.previous, PreviousTree):
-        old = ctx.previous.old_version(obj, ctx.rendered.get(object_filename(obj)))
-        if old is UNCHANGED:
-            return MISSING  # nothing changed: no update for the API server to judge
-    else:
-        key = object_key(obj.manifest)
-        old = ctx.previous.get(key) if key else None
-    if old is None or old.get("apiVersion") != obj.api_version:
-        return MISSING  # a new object, or one served at another version: no update to judge
+    old = ctx.previous.old_version(obj)
+    if old is UNCHANGED or old is None or old.get("apiVersion") != obj.api_version:
+        return MISSING  # nothing changed, a new object, or one served at another version: no update to judge
     return old
 
 

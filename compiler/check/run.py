@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..diagnostics import Diagnostic, InfeasibleError
+from ..diagnostics import Diagnostic
 from ..lower.graph import CompiledCluster
 from .crds import CrdCatalog, build_catalog, read_crd_dir
 from .dra_limits import check_dra_limits
@@ -27,10 +27,6 @@ def check_device_selectors(ctx: ClusterContext) -> list[Diagnostic]:
 
 
 CHECKERS: list[Checker] = [check_objects, check_metadata, check_dra_limits, check_driver_configs, check_device_selectors]
-
-
-class OutputRejected(InfeasibleError):
-    """Compiled output the API server or a driver would refuse: exit code 1, nothing is written."""
 
 
 def check_cluster(ctx: ClusterContext, checkers: list[Checker] | None = None) -> list[Diagnostic]:

@@ -18,6 +18,7 @@ from ..facts.driver import driver_lines
 from ..load.yaml_source import SourceDoc
 from ..lower import selectors as sel
 from ..lower.graph import CompiledCluster, KubeObject
+from ..place import dra_values
 from ..place.allocator.pods import device_classes
 from ..place.allocator.reasons import pretty, values_hint
 from ..place.allocator.requests import ClaimError, DeviceClass, parse_claim_spec, parse_device_class
@@ -82,7 +83,7 @@ class _Checker:
         self.published: Published = published(compiled.cluster.driver)
         self.inventory = inventory
         self.devices = list(inventory.devices)
-        self.classes = device_classes(compiled)
+        self.classes = device_classes(compiled, dra_values(compiled))
         self.findings: list[Diagnostic] = []
         self._class_devices: dict[str, list[Device]] = {}
         self._floors = {p.intent.source.ref: p.min_memory_gib for p in compiled.plan.workloads}

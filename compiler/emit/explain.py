@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..lower.graph import CompiledCluster
-from ..pipeline import Compilation
+from ..check.gate import CompiledFleet
 from ..plan import WorkloadPlan
 from ..plan.sizing import GIB, Sizing
 
@@ -39,12 +39,12 @@ def sizing_lines(s: Sizing) -> list[str]:
     return lines
 
 
-def explain_data(compilation: Compilation, workload_ref: str) -> dict[str, Any]:
+def explain_data(compilation: CompiledFleet, workload_ref: str) -> dict[str, Any]:
     intent = compilation.fleet.workload(workload_ref)
     assert intent is not None
     key = f"{intent.model.metadata.namespace}/{intent.model.metadata.name}"
     out: dict[str, Any] = {"workload": key, "source": intent.ref, "clusters": []}
-    for compiled in compilation.clusters.values():
+    for compiled in compilation.compiled.values():
         plan = next((p for p in compiled.plan.workloads if f"{p.namespace}/{p.name}" == key), None)
         if plan is None:
             continue

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..diagnostics import Diagnostic, Findings, InputError
-from .parallel import read_files
 from .yaml_source import SourceDoc, decode, parse_documents
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -28,13 +26,27 @@ class FleetFiles:
     clusters: list[SourceDoc]
     workloads: list[SourceDoc]
     warnings: list[Diagnostic] = field(default_factory=list)
-    # What `meanwhile` returned (see load_fleet): it has seen every workload document as it was read.
-    read_along: Any = field(default=None, repr=False, compare=False)
 
 
-# Run while the workers parse the workload files, with the (unvalidated) cluster documents. It may
-# return a function, which is then given each workload document as soon as it is read, in file order.
+# Run while the workload files parse (when a reader parses them elsewhere), with the unvalidated
+# cluster documents. It may return a function, which is then given each workload document as soon as
+# it is read, in file order.
 Meanwhile = Callable[[list[SourceDoc]], Callable[[SourceDoc], None] | None]
+Parsed = list[SourceDoc] | list[Diagnostic]  # a file's documents, or why it could not be read
+ReadOne = Callable[[Path, str], list[SourceDoc]]  # (path, display name) -> documents; raises InputError
+# Reads (path, display name) files with a ReadOne, yielding (True, documents) or (False, diagnostics)
+# per file in order; it may parse them in other processes and then runs the callable it is given
+# (the loader's meanwhile) while they parse. runner.parallel_reader is one.
+ReadFiles = Callable[[list[tuple[Path, str]], ReadOne, Callable[[], None] | None], Iterator[tuple[bool, Parsed]]]
+
+
+def read_serially(files: list[tuple[Path, str]], read: ReadOne, meanwhile: Callable[[], None] | None) -> Iterator[tuple[bool, Parsed]]:
+    """Every file in this process, in order (nothing runs alongside, so `meanwhile` is not run)."""
+    for path, display in files:
+        try:
+            yield True, read(path, display)
+        except InputError as exc:
+            yield False, exc.diagnostics
 
 
 def _yaml_files(directory: Path, recursive: bool) -> list[Path]:
@@ -100,10 +112,10 @@ def read_documents(path: Path, display: str) -> list[SourceDoc]:
     return docs
 
 
-def load_fleet(root: str | os.PathLike[str], meanwhile: Meanwhile | None = None, jobs: int | None = None) -> FleetFiles:
-    """Every document of the fleet. Large fleets are parsed by `jobs` worker processes (default: one per
-    core; see load.parallel), and this process runs `meanwhile` (see Meanwhile) while they parse: it
-    is not run when the files are parsed here."""
+def load_fleet(root: str | os.PathLike[str], meanwhile: Meanwhile | None = None,
+               read_files: ReadFiles = read_serially) -> FleetFiles:
+    """Every document of the fleet, parsed by `read_files`; `meanwhile` runs while it parses the
+    workload files elsewhere (see Meanwhile), and is not run when they are parsed here."""
     root = Path(root)
     if not root.is_dir():
         what = "is a file, not a fleet directory" if root.exists() else "fleet directory does not exist"
@@ -131,7 +143,7 @@ def load_fleet(root: str | os.PathLike[str], meanwhile: Meanwhile | None = None,
             else:
                 readable.append((file, display))
         docs: list[SourceDoc] = []
-        for ok, parsed in read_files(readable, read_documents, overlap, jobs):
+        for ok, parsed in read_files(readable, read_documents, overlap):
             if ok:
                 docs.extend(parsed)  # type: ignore[arg-type]
                 for hook in read_along:
@@ -144,4 +156,4 @@ def load_fleet(root: str | os.PathLike[str], meanwhile: Meanwhile | None = None,
     clusters = collect(_yaml_files(clusters_dir, recursive=False))
     workloads = collect(_yaml_files(root / "workloads", recursive=True), start_meanwhile if meanwhile else None)
     findings.raise_if_errors()
-    return FleetFiles(root, clusters, workloads, _unread(root), read_along[0] if read_along else None)
+    return FleetFiles(root, clusters, workloads, _unread(root))

@@ -6,7 +6,7 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Callable, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -232,10 +232,11 @@ class DocumentChecks:
         return found[1] if found is not None and found[0] is doc else None
 
 
-def build_fleet(files: FleetFiles, findings: Findings) -> Fleet:
-    """Validate every document; collect every error rather than stopping at the first."""
+def build_fleet(files: FleetFiles, findings: Findings,
+                checked_early: Callable[[SourceDoc], CheckedDocument | None] | None = None) -> Fleet:
+    """Validate every document; collect every error rather than stopping at the first.
+    `checked_early` has the results of documents already checked (DocumentChecks.result)."""
     fleet = Fleet(files.root)
-    checks = files.read_along if isinstance(files.read_along, DocumentChecks) else None
     first_seen: dict[tuple[str, str], SourceDoc] = {}
 
     def register(key: tuple[str, str], doc: SourceDoc) -> bool:
@@ -250,7 +251,7 @@ def build_fleet(files: FleetFiles, findings: Findings) -> Fleet:
     secrets: set[str] = set()
 
     def checked(doc: SourceDoc, allowed: tuple[str, ...], where: str) -> CheckedDocument:
-        result = (checks.result(doc) if checks is not None else None) or check_document(doc, allowed, where)
+        result = (checked_early(doc) if checked_early is not None else None) or check_document(doc, allowed, where)
         findings.extend(result.findings)
         secrets.update(result.secrets)
         return result

@@ -12,10 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...check.gate import ClusterOutcome, CompiledFleet
 from ...diagnostics import Diagnostic
 from ...facts.platform import gpu_operator
 from ...lower.graph import CompiledCluster, HelmRelease, KubeObject
-from ...pipeline import Compilation
+from ...place import AllocationPlan
 from .fields import FieldChange, diff_values, touches
 
 
@@ -73,7 +74,8 @@ class ClusterDiff:
     occupied: Pair = (None, None)  # physical GPUs the placed pods hold, from the allocator
     feasible: tuple[bool | None, bool | None] = (None, None)  # None: the cluster does not exist on that side
     problems: list[Diagnostic] = field(default_factory=list)  # why the new side cannot be compiled
-    plans: tuple[Any, Any] = (None, None)  # AllocationPlan before and after, when that side compiled
+    rejected: list[Diagnostic] = field(default_factory=list)  # the new side's output the checks refuse (render would too)
+    plans: tuple[AllocationPlan | None, AllocationPlan | None] = (None, None)  # before and after, when that side was placed
 
     @property
     def changed(self) -> bool:
@@ -88,8 +90,8 @@ class ClusterDiff:
         return after is not None and after > (before or 0)
 
     def all_problems(self) -> list[Diagnostic]:
-        """Compile findings, then one per pod the allocator cannot place."""
-        return self.problems + (self.plans[1].diagnostics() if self.plans[1] is not None else [])
+        """Compile findings, refused output, then one per pod the allocator cannot place."""
+        return self.problems + self.rejected + (self.plans[1].diagnostics() if self.plans[1] is not None else [])
 
 
 @dataclass
@@ -111,7 +113,7 @@ class FleetDiff:
             out.add("replacement")
         if any(c.gpu_increase for c in self.clusters):
             out.add("gpu-increase")
-        if any(c.feasible[1] is False for c in self.clusters):
+        if any(c.feasible[1] is False or c.rejected for c in self.clusters):
             out.add("infeasible")
         if any(c.status == "removed" for c in self.clusters):
             out.add("cluster-removed")
@@ -228,12 +230,12 @@ def _release_fields(r: HelmRelease) -> dict[str, Any]:
             "namespace": r.namespace, "values": r.values}
 
 
-def _cluster_intent(compilation: Compilation | None, name: str) -> dict | None:
+def _cluster_intent(compilation: CompiledFleet | None, name: str) -> dict | None:
     intent = compilation.fleet.clusters.get(name) if compilation else None
     return intent.model.model_dump(by_alias=True, mode="json", exclude_none=True) if intent else None
 
 
-def _capacity(compilation: Compilation | None, name: str) -> dict[str, int]:
+def _capacity(compilation: CompiledFleet | None, name: str) -> dict[str, int]:
     """GPUs each node pool offers: nodes x GPUs per node, from the Cluster intent."""
     intent = compilation.fleet.clusters.get(name) if compilation else None
     return {p.name: p.nodes * p.gpu.count for p in intent.model.spec.node_pools} if intent else {}
@@ -248,14 +250,14 @@ def _pairs(before: dict[str, int], after: dict[str, int], default: Pair) -> dict
     return {k: (before.get(k, default[0]), after.get(k, default[1])) for k in sorted(set(before) | set(after))}
 
 
-def _workload_index(compilation: Compilation | None, cluster: str) -> dict[str, dict]:
+def _workload_index(compilation: CompiledFleet | None, cluster: str) -> dict[str, dict]:
     if compilation is None:
         return {}
     return {f"{w.model.metadata.namespace}/{w.model.metadata.name}": w.model.model_dump(by_alias=True, mode="json", exclude_none=True)
             for w in compilation.fleet.workloads_on(cluster)}
 
 
-def _compare_workloads(old: Compilation | None, new: Compilation | None, name: str, out: ClusterDiff) -> None:
+def _compare_workloads(old: CompiledFleet | None, new: CompiledFleet | None, name: str, out: ClusterDiff) -> None:
     olds, news = _workload_index(old, name), _workload_index(new, name)
     for key in sorted(set(olds) | set(news)):
         a, b = olds.get(key), news.get(key)
@@ -265,47 +267,44 @@ def _compare_workloads(old: Compilation | None, new: Compilation | None, name: s
             out.workloads.append(WorkloadChange(key, "changed", tuple(changes)))
 
 
-def _feasible(compilation: Compilation | None, name: str) -> bool | None:
-    if compilation is None:
+def _feasible(outcome: ClusterOutcome | None) -> bool | None:
+    """None: no such cluster on that side; False: it does not compile or some pod cannot be placed."""
+    if outcome is None:
         return None
-    if name in compilation.infeasible:
-        return False
-    return True if name in compilation.clusters else None
+    return outcome.compiled is not None and not outcome.unplaced
 
 
-def _plan(compiled: CompiledCluster | None):
-    from ...place.allocator import plan_compiled
-
-    return plan_compiled(compiled) if compiled is not None else None
-
-
-def compare(base: Compilation | None, head: Compilation, base_ref: str, base_problems: list[Diagnostic] | None = None) -> FleetDiff:
-    """Both compilations should be lenient, so that an infeasible side is reported rather than fatal; both sides
-    are planned on their inventories: feasibility and pool use come from that. With `base_problems` the base
-    did not compile: every cluster of the head is compared against an unknown before."""
-    def names(c: Compilation | None) -> set[str]:
-        return set(c.clusters) | set(c.infeasible) if c else set()
+def compare(base: CompiledFleet | None, head: CompiledFleet, base_ref: str, base_problems: list[Diagnostic] | None = None) -> FleetDiff:
+    """Both sides compiled with placement detail, whatever their gate says: an infeasible side is reported,
+    not fatal; feasibility and pool use come from the placements. With `base_problems` the base did not
+    compile: every cluster of the head is compared against an unknown before."""
+    def names(c: CompiledFleet | None) -> set[str]:
+        return set(c.clusters) if c else set()
 
     broken = bool(base_problems)
     clusters = []
     for name in sorted(names(base) | names(head)):
-        old = base.clusters.get(name) if base else None
-        new = head.clusters.get(name)
-        feasible = (False if broken else _feasible(base, name), _feasible(head, name))
-        status = "added" if feasible[0] is None else "removed" if feasible[1] is None else "changed"
-        diff = ClusterDiff(name, status, feasible=feasible, problems=list(head.infeasible.get(name, [])))
-        diff.plans = (_plan(old), _plan(new))
-        diff.feasible = tuple(f if plan is None else (f and plan.feasible) for f, plan in zip(feasible, diff.plans))  # type: ignore[assignment]
+        was = base.clusters.get(name) if base else None
+        now = head.clusters.get(name)
+        old = was.compiled if was else None
+        new = now.compiled if now else None
+        # None: no such cluster on that side; False: it does not compile
+        compiles = (False if broken else None if was is None else old is not None, None if now is None else new is not None)
+        feasible = (False if broken else _feasible(was), _feasible(now))
+        status = "added" if compiles[0] is None else "removed" if compiles[1] is None else "changed"
+        problems = list(now.infeasible) if now is not None and new is None else []  # placement's findings come from the plan
+        diff = ClusterDiff(name, status, feasible=feasible, problems=problems, rejected=list(now.rejected) if now else [])
+        diff.plans = (was.placement if was else None, now.placement if now else None)
         if not broken:
-            _compare_workloads(base if feasible[0] is not None else None, head if feasible[1] is not None else None, name, diff)
+            _compare_workloads(base if compiles[0] is not None else None, head if compiles[1] is not None else None, name, diff)
             before, after = _cluster_intent(base, name), _cluster_intent(head, name)
             diff.intent = tuple(diff_values(before, after)) if before and after else ()
-        if False not in feasible:  # an uncompilable side has no objects to compare
+        if False not in compiles:  # an uncompilable side has no objects to compare
             _compare_objects(old, new, diff)
             _compare_releases(old, new, diff)
             _compare_mig_config(old, new, diff)
         # a side that does not compile has no known demand; a side that does not exist has none
-        default = (None if feasible[0] is False else 0, None if feasible[1] is False else 0)
+        default = (None if compiles[0] is False else 0, None if compiles[1] is False else 0)
         diff.gpus = _pairs(gpu_demand(old) if old else {}, gpu_demand(new) if new else {}, default)
         diff.capacity = _pairs({} if broken else _capacity(base, name), _capacity(head, name), (None if broken else 0, 0))
         diff.occupied = tuple(_occupied(p) if p is not None else d for p, d in zip(diff.plans, default))  # type: ignore[assignment]

@@ -83,9 +83,11 @@ def _releases(c: ClusterDiff) -> str:
     return "<br>".join(parts) or "-"
 
 
-def _feasible(flag: bool | None, compiles: bool = True) -> str:
+def _feasible(flag: bool | None, compiles: bool = True, refused: bool = False) -> str:
     if not compiles:
         return "**does not compile**"
+    if refused:
+        return "**output refused**"
     return {True: "fits", False: "**does not fit**", None: "-"}[flag]
 
 
@@ -95,8 +97,9 @@ def _problem(d) -> str:
 
 
 def _blocked(c: ClusterDiff) -> list[str]:
-    """Why the cluster does not fit: compile findings, then unplaceable pods folded by workload and reason."""
-    lines = [f"- **{c.name}**: {_problem(p)}" for p in c.problems]
+    """Why the cluster would not render: compile findings, refused output, then unplaceable pods folded by
+    workload and reason."""
+    lines = [f"- **{c.name}**: {_problem(p)}" for p in c.problems + c.rejected]
     if c.plans[1] is not None:
         lines += [f"- **{c.name}**: {n} pod(s) of `{w}` cannot be placed: {reason}" for w, reason, n in unplaced_groups(c.plans[1])]
     return lines
@@ -113,14 +116,15 @@ def _summary(diff: FleetDiff, changed: list[ClusterDiff]) -> list[str]:
               "| feasibility | replacements |", "|---|---|---|---|---|---|---|---|---|"]
     rows = [f"| {c.name} | {c.status} | {_intent(c)} | {_counts(c.workloads, ('added', 'changed', 'removed'))} | "
             f"{_counts(c.objects, ('added', 'changed', 'replaced', 'removed'))} | {_releases(c)} | {_moved(c.gpus)} | "
-            f"{_feasible(c.feasible[0], not diff.base_problems)} -> {_feasible(c.feasible[1])} | {len(c.replacements) or '-'} |"
+            f"{_feasible(c.feasible[0], not diff.base_problems)} -> {_feasible(c.feasible[1], refused=bool(c.rejected))} | "
+            f"{len(c.replacements) or '-'} |"
             for c in changed]
     lines += rows[:MAX_ROWS]
     if len(rows) > MAX_ROWS:
         lines += ["", _more(len(rows) - MAX_ROWS)[2:]]
-    blocked = [line for c in changed if c.feasible[1] is False for line in _capped(_blocked(c), MAX_PER_CLUSTER)]
+    blocked = [line for c in changed if c.feasible[1] is False or c.rejected for line in _capped(_blocked(c), MAX_PER_CLUSTER)]
     if blocked:
-        lines += ["", "### Does not fit"] + blocked
+        lines += ["", "### Does not fit or would be refused (`gpuc render` refuses these clusters)"] + blocked
     replacements = [line for c in changed
                     for line in _capped([f"- **{c.name}** `{r.object}`: {r.effect}" for r in c.replacements], MAX_PER_CLUSTER)]
     if replacements:

@@ -9,11 +9,12 @@ chart creates.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ...facts.driver import builtin_classes, compute_domain_channel_request
 from ...load.yaml_source import SourceDoc
-from ..inventory import chart_values, driver_setup
+from ...lower.graph import CompiledCluster
+from ..inventory import driver_setup
 from .requests import EXACT_COUNT, ClaimError, ClaimSpec, DeviceClass, Option, Request, parse_claim_spec, parse_device_class
 
 
@@ -50,9 +51,9 @@ def _parse(source: str, spec: dict) -> tuple[ClaimSpec | None, str]:
         return None, f"{source}: {exc}"
 
 
-def device_classes(compiled) -> dict[str, DeviceClass]:
+def device_classes(compiled: CompiledCluster, chart_values: dict[str, Any]) -> dict[str, DeviceClass]:
     """Compiled DeviceClasses plus the chart's built-in ones (those its enabled resources create)."""
-    setup = driver_setup(compiled.cluster.driver, chart_values(compiled))
+    setup = driver_setup(compiled.cluster.driver, chart_values)
     enabled = {"gpus": setup.gpus, "computeDomains": setup.compute_domains}
     classes = {c.name: DeviceClass(c.name, (c.selector,)) for c in builtin_classes(compiled.cluster.driver).values()
                if enabled[c.resources]}
@@ -71,7 +72,7 @@ def channel_claim_spec() -> ClaimSpec:
     return ClaimSpec((Request(request, (Option(request, device_class, (), EXACT_COUNT, 1),)),))
 
 
-def cluster_pods(compiled) -> list[Pod]:
+def cluster_pods(compiled: CompiledCluster) -> list[Pod]:
     """Every pod of every workload on the cluster, in workload order then replica and node rank."""
     objects = {(o.kind, o.namespace, o.name): o for o in compiled.objects}
     channel = channel_claim_spec()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from ...diagnostics import Diagnostic, InputError
+from ..diagnostics import Diagnostic, InputError
 
 
 def _git(cwd: Path, *args: str, stdin: bytes | None = None) -> bytes:

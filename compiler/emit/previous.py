@@ -6,50 +6,50 @@ gpuc's marker) are read: anything else says nothing about what the cluster runs.
 
 Reading is lazy and cheap: an object's previous file is found by its file name, and when its bytes
 equal what gpuc is about to write, the object did not change and is not parsed at all. A render of
-tens of thousands of objects therefore parses only the few that changed.
+tens of thousands of objects therefore parses only the few that changed. This implements the check
+stage's `PreviousObjects`: the file layout is emit's business, so the reading lives here.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import yaml
 
+from ..check.model import UNCHANGED, OldVersion, object_key
 from ..diagnostics import Diagnostic, InputError
-from ..emit.staging import is_gpuc_output
-from ..emit.tree import object_filename
-from ..emit.yaml_out import dump_manifest
 from ..lower.graph import KubeObject
-from .model import ObjectKey, object_key
+from .staging import is_gpuc_output, unchanged_files
+from .tree import object_filename
+from .yaml_out import dump_manifest
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-UNCHANGED = object()  # the previous file holds exactly the object about to be written
 
 
 class PreviousTree:
-    """One cluster's previously rendered directory."""
+    """One cluster's previously rendered directory, next to the files about to replace it."""
 
-    def __init__(self, directory: Path | None, unchanged: set[str] | None = None) -> None:
+    def __init__(self, directory: Path, files: dict[str, str] | None = None) -> None:
         self.directory = directory
-        self.unchanged = unchanged or set()  # files already known to be byte-identical
+        self.files = files or {}  # relative path -> the text about to be written
         self.names: set[str] = set()
-        if directory is not None and is_gpuc_output(directory):
+        self.unchanged: set[str] = set()  # files byte-identical to what is about to be written
+        if is_gpuc_output(directory):
             self.names = {p.name for p in directory.iterdir() if p.suffix == ".yaml"}
+            self.unchanged = unchanged_files(directory, self.files)
 
-    def old_version(self, obj: KubeObject, new_text: str | None = None) -> Any:
-        """The previous manifest of `obj`, UNCHANGED when it is byte-identical, or None when it did not exist."""
+    def old_version(self, obj: KubeObject) -> OldVersion:
         name = object_filename(obj)
         if name in self.unchanged:
             return UNCHANGED
         if name not in self.names:
             return None
-        path = self.directory / name  # type: ignore[operator]
+        path = self.directory / name
         try:
             raw = path.read_bytes()
         except OSError as exc:
             raise _unreadable(path, exc) from None
-        if raw == (new_text if new_text is not None else dump_manifest(obj.manifest)).encode("utf-8"):
+        if raw == (self.files.get(name) or dump_manifest(obj.manifest)).encode("utf-8"):
             return UNCHANGED
         try:
             docs = [d for d in yaml.load_all(raw.decode("utf-8"), Loader=_Loader) if d is not None]
@@ -64,19 +64,3 @@ def _unreadable(path: Path, exc: Exception) -> InputError:
     return InputError([Diagnostic(str(path), mark.line + 1 if mark else 0, "(previous tree)",
                                   f"cannot read the previously rendered file: {getattr(exc, 'problem', None) or exc}",
                                   "restore it from git, or remove the directory to render from scratch")])
-
-
-def read_previous(directory: Path) -> dict[ObjectKey, dict[str, Any]]:
-    """Every object of a previous directory by identity (for callers that want them all at once)."""
-    tree = PreviousTree(directory)
-    objects: dict[ObjectKey, dict[str, Any]] = {}
-    for name in sorted(tree.names):
-        path = directory / name
-        try:
-            docs = list(yaml.load_all(path.read_text(encoding="utf-8"), Loader=_Loader))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise _unreadable(path, exc) from None
-        for doc in docs:
-            if isinstance(doc, dict) and (key := object_key(doc)) is not None and key[3]:
-                objects[key] = doc
-    return objects
