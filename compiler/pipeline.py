@@ -32,7 +32,8 @@ from .plan import plan_cluster
 from .runner import LoadedFleet, build_workers, load, mapped, without_cyclic_gc
 from .validate.documents import CheckedDocument, Fleet, build_fleet
 from .validate.resolved import ResolvedCluster
-from .validate.rules import check_intents, resolve_clusters
+from .validate.resolution import resolve_clusters
+from .validate.rules import check_intents
 
 # Called in the process that built a cluster that passed every check, with its rendered files and
 # the files byte-identical to the previous tree's (`render` stages them: emit.staging.stage_cluster).

@@ -401,3 +401,14 @@ def test_first_sync_and_pruning_options(fleet):
     assert options["ClusterPolicy"] == "ServerSideApply=true,Prune=false,Delete=false,SkipDryRunOnMissingResource=true"
     assert options["Namespace"] == "Prune=false"
     assert options["ResourceClaimTemplate"] is None  # built-in kinds need neither
+
+
+def test_reserved_namespaces_get_no_namespace_object(fleet):
+    """A workload without a namespace lands in `default`: gpuc must not own (and Argo CD prune) it, nor
+    kube-system."""
+    plain = {"apiVersion": "gpuc.dev/v1alpha1", "kind": "GpuWorkload", "metadata": {"name": "w"}, "spec": {"gpu": {"count": 1}}}
+    system = workload_doc("s", "kube-system", gpu={"count": 1})
+    own = workload_doc("o", "team", gpu={"count": 1})
+    compiled = compile_single(fleet(workloads={"w.yaml": [plain, system, own]}))
+    assert [o["metadata"]["name"] for o in objects_of(compiled, "Namespace")] == ["team"]
+    assert {o["metadata"]["namespace"] for o in objects_of(compiled, "ResourceClaimTemplate")} == {"default", "kube-system", "team"}

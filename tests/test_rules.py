@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import NIM_SECRETS, cluster_doc, gpuc, nim_model, workload_doc
+from conftest import NIM_SECRETS, cluster_doc, compile_single, gpuc, nim_model, objects_of, workload_doc
 from test_input_errors import render_rejected
 
 A100_MIG = {"name": "a100", "nodes": 1, "gpu": {"model": "A100-80GB", "count": 8}, "mig": {"layout": "all-balanced"}}
@@ -83,10 +83,33 @@ def test_unknown_gpu_model(fleet):
 
 # ----------------------------------------------------------------------------------- share groups
 
-def test_share_group_spanning_namespaces(fleet):
+def test_share_groups_are_per_namespace_and_cluster_in_validation_as_in_lowering(fleet):
+    """A group name reused in another namespace is another claim: its members may differ, and lowering
+    builds one ResourceClaim per namespace; members in one namespace must still agree."""
     a = workload_doc("a", "ns1", gpu={"sharing": "TimeSlicing", "shareGroup": "g"})
-    b = workload_doc("b", "ns2", gpu={"sharing": "TimeSlicing", "shareGroup": "g"})
-    render_rejected(fleet(workloads={"w.yaml": [a, b]}), "metadata.namespace: shareGroup 'g' spans namespaces")
+    b = workload_doc("b", "ns2", gpu={"sharing": "MPS", "shareGroup": "g"})
+    claims = objects_of(compile_single(fleet(workloads={"w.yaml": [a, b]})), "ResourceClaim")
+    assert sorted(c["metadata"]["namespace"] for c in claims) == ["ns1", "ns2"]
+    c = workload_doc("c", "ns1", gpu={"sharing": "MPS", "shareGroup": "g"})
+    render_rejected(fleet(workloads={"w.yaml": [a, b, c]}), "spec.gpu.sharing: shareGroup 'g' mixes sharing MPS with TimeSlicing")
+
+
+def test_share_group_members_on_different_clusters_are_different_claims(fleet):
+    clusters = [cluster_doc("c1"), cluster_doc("c2")]
+    a = workload_doc("a", "ns", clusters=["c1"], gpu={"sharing": "TimeSlicing", "shareGroup": "g"})
+    b = workload_doc("b", "ns", clusters=["c2"], gpu={"sharing": "MPS", "shareGroup": "g"})
+    assert gpuc("validate", fleet(clusters=clusters, workloads={"w.yaml": [a, b]})).code == 0
+
+
+def test_share_group_sizing_counts_only_members_of_the_same_claim(fleet):
+    """Sizing adds the models of a group's members: only those sharing the claim (same namespace)."""
+    big = {"parameters": "70B", "precision": "bf16"}
+    a = workload_doc("a", "ns1", model=nim_model("8B"), gpu={"sharing": "TimeSlicing", "shareGroup": "g", "count": "auto"},
+                     secrets=NIM_SECRETS)
+    b = workload_doc("b", "ns2", model=nim_model(**big), gpu={"sharing": "TimeSlicing", "shareGroup": "g", "count": "auto"},
+                     secrets=NIM_SECRETS)
+    plans = {p.name: p for p in compile_single(fleet(workloads={"w.yaml": [a, b]})).plan.workloads}
+    assert plans["a"].sizing.shared_with == () and plans["b"].sizing.shared_with == ()
 
 
 def test_share_group_mixing_strategies(fleet):

@@ -37,11 +37,17 @@ def materialize(fleet_dir: Path, ref: str, dest: Path) -> bool:
         raise InputError([Diagnostic(str(fleet_dir), 0, "--base", f"'{ref}' is not a commit of this repository",
                                      "pass a branch, tag or commit, e.g. --base origin/main")]) from None
     rel = fleet_dir.relative_to(top).as_posix()
-    listing = _git(top, "ls-tree", "-r", "-z", "--name-only", commit, "--", rel if rel != "." else "")
+    try:  # the fleet may be the repository's root: git takes "." for that, never an empty pathspec
+        listing = _git(top, "ls-tree", "-r", "-z", "--name-only", commit, "--", rel)
+    except _GitError as exc:
+        raise InputError([Diagnostic(str(fleet_dir), 0, "--base", f"git cannot list the fleet at '{ref}': {exc}")]) from None
     paths = [p for p in listing.decode().split("\0") if p]
     if not paths:
         return False
-    batch = _git(top, "cat-file", "--batch", stdin="".join(f"{commit}:{p}\n" for p in paths).encode())
+    try:
+        batch = _git(top, "cat-file", "--batch", stdin="".join(f"{commit}:{p}\n" for p in paths).encode())
+    except _GitError as exc:
+        raise InputError([Diagnostic(str(fleet_dir), 0, "--base", f"git cannot read the fleet at '{ref}': {exc}")]) from None
     offset = 0
     for path in paths:
         header_end = batch.index(b"\n", offset)

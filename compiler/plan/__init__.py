@@ -12,7 +12,6 @@ from ..diagnostics import Findings
 from ..validate.documents import Fleet, Intent
 from ..validate.intents import GpuWorkload, Require
 from ..validate.resolved import ResolvedCluster
-from ..validate.rules import share_group_of
 from .matching import PoolMatch, match_pools
 from .sizing import GIB, Sizing, floor_gib, model_bytes, size_model
 
@@ -64,7 +63,7 @@ def plan_workload(cluster: ResolvedCluster, intent: Intent[GpuWorkload], fleet: 
         reasons = "; ".join(f"{m.pool.name}: {m.reason}" for m in matches)
         findings.add(intent.error(("spec", "gpu"), f"no node pool of cluster '{cluster.name}' can serve this workload ({reasons})",
                                   "relax gpu.require, or add a matching pool to the cluster"))
-    group = share_group_of(w)
+    group = w.share_group
     if gpu.mig is not None:
         if w.spec.model is not None and serving:
             _check_mig_holds_model(intent, serving, findings)
@@ -117,14 +116,14 @@ def _check_mig_holds_model(intent: Intent[GpuWorkload], serving: list[PoolMatch]
 
 def plan_cluster(cluster: ResolvedCluster, fleet: Fleet, findings: Findings) -> ClusterPlan:
     workloads = fleet.workloads_on(cluster.name)
-    needs: dict[str, list[tuple[str, int]]] = {}
+    needs: dict[tuple[str, str], list[tuple[str, int]]] = {}  # (namespace, share group) -> what each member needs
     for w in workloads:
-        group = share_group_of(w.model)
+        group = w.model.share_group
         if group and w.model.spec.model is not None:
-            needs.setdefault(group, []).append((w.model.metadata.name, model_bytes(w.model.spec.model)))
+            needs.setdefault((w.model.metadata.namespace, group), []).append((w.model.metadata.name, model_bytes(w.model.spec.model)))
     plans = []
     for w in workloads:
-        group = share_group_of(w.model)
-        others = tuple(n for n in needs.get(group or "", []) if n[0] != w.model.metadata.name)
+        key = (w.model.metadata.namespace, w.model.share_group or "")
+        others = tuple(n for n in needs.get(key, []) if n[0] != w.model.metadata.name)
         plans.append(plan_workload(cluster, w, fleet, findings, others))
     return ClusterPlan(cluster, tuple(plans))

@@ -32,7 +32,7 @@ class ClusterFeatures:
 
 def cluster_features(cluster: ResolvedCluster, workloads: list[GpuWorkload]) -> ClusterFeatures:
     return ClusterFeatures(
-        sharing=frozenset(w.spec.gpu.sharing for w in workloads if w.spec.gpu.sharing in ("TimeSlicing", "MPS")),
+        sharing=frozenset(s for w in workloads if (s := w.spec.gpu.driver_sharing) is not None),
         fabric=any(w.spec.gpu.fabric is not None for w in workloads),
         compute_domains=any(w.spec.gpu.multi_node is not None for w in workloads),
         dynamic_mig=any(p.mig_dynamic for p in cluster.dra_pools),

@@ -190,6 +190,18 @@ class GpuRequest(Model):
             return v
         raise ValueError(f"must be 'auto' or a whole number of GPUs from 1 to 32, got {v!r}")
 
+    # The one notion of sharing every stage uses.
+    @property
+    def shared(self) -> bool:
+        """The workloads of a share group (namespace and cluster) use one named ResourceClaim."""
+        return self.sharing != "Exclusive"
+
+    @property
+    def driver_sharing(self) -> str | None:
+        """The strategy the opaque driver config carries (it needs a driver gate), or None: Exclusive
+        and Shared emit no sharing config."""
+        return self.sharing if self.sharing in ("TimeSlicing", "MPS") else None
+
 
 class Cache(Model):
     size: QuantityField = Field(default_factory=lambda: parse_quantity("50Gi"))
@@ -222,6 +234,13 @@ class GpuWorkload(Model):
     kind: Literal["GpuWorkload"]
     metadata: WorkloadMetadata
     spec: WorkloadSpec
+
+    @property
+    def share_group(self) -> str | None:
+        """The share group's name, unique per namespace and cluster (the workload's name when unset), or
+        None when the workload does not share."""
+        gpu = self.spec.gpu
+        return (gpu.share_group or self.metadata.name) if gpu.shared else None
 
 
 # --------------------------------------------------------------------------------- GpuDeviceClass

@@ -1,0 +1,165 @@
+"""Stage 2b: each Cluster intent resolved against the facts it names (API version, driver line, GPU
+catalog, MIG layouts), with the cluster's own rules. A resolved cluster is all that compiling it needs;
+the rules that span workloads and clusters are in validate.rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..diagnostics import Findings, did_you_mean, one_of
+from ..facts import catalog
+from ..facts.driver import capability, gates, parse_driver_version
+from ..facts.mig import fit_mix
+from ..facts.platform import parse_kubernetes_version
+from .documents import Fleet, Intent
+from .intents import Cluster
+from .resolved import ResolvedCluster, ResolvedPool
+
+
+def resolve_clusters(fleet: Fleet, findings: Findings) -> dict[str, ResolvedCluster]:
+    """The clusters' own rules, and each valid cluster resolved: all that compiling a cluster needs."""
+    clusters: dict[str, ResolvedCluster] = {}
+    for name, intent in fleet.clusters.items():
+        _check_paths(intent, fleet, findings)
+        resolved = resolve_cluster(intent, findings)
+        if resolved is not None:
+            clusters[name] = resolved
+    return clusters
+
+
+def inside_fleet(fleet: Fleet, raw: str) -> bool:
+    """Paths written in intents stay inside the fleet: a fleet from a pull request must not make gpuc
+    read arbitrary files of the machine it runs on (CI runners hold credentials)."""
+    path = Path(raw)
+    if path.is_absolute():
+        return False
+    root = fleet.root.resolve()
+    return (root / path).resolve().is_relative_to(root)
+
+
+def _check_paths(intent: Intent[Cluster], fleet: Fleet, findings: Findings) -> None:
+    crds = intent.model.spec.crds
+    if crds is None:
+        return
+    if not inside_fleet(fleet, crds):
+        findings.add(intent.error(("spec", "crds"), f"'{crds}' is outside the fleet directory",
+                                  "use a path relative to the fleet (e.g. crds/prod-east), or pass --crds DIR on the command line"))
+    elif not (fleet.root / crds).is_dir():
+        findings.add(intent.error(("spec", "crds"), f"directory '{crds}' does not exist in the fleet",
+                                  "create it with the CRD YAMLs of the operators this cluster runs, or drop spec.crds"))
+
+def resolve_cluster(intent: Intent[Cluster], findings: Findings) -> ResolvedCluster | None:
+    spec = intent.model.spec
+    ok = True
+    try:
+        api = parse_kubernetes_version(spec.kubernetes_version)
+    except ValueError as exc:
+        findings.add(intent.error(("spec", "kubernetesVersion"), str(exc)))
+        ok = False
+    try:
+        line = parse_driver_version(spec.dra_driver.version)
+    except ValueError as exc:
+        findings.add(intent.error(("spec", "draDriver", "version"), str(exc)))
+        ok = False
+    if spec.dra_driver.namespace == "default":
+        findings.add(intent.error(("spec", "draDriver", "namespace"), "the DRA driver chart refuses to install into 'default'",
+                                  "use a namespace of its own, e.g. nvidia-dra-driver-gpu"))
+    if spec.gpu_operator.mode == "helm" and not spec.gpu_operator.version:
+        findings.add(intent.error(("spec", "gpuOperator"), "gpuOperator.mode 'helm' needs gpuOperator.version (the chart version to install)",
+                                  "add e.g. `version: v25.10.1`, or use mode 'patch' when the operator is installed elsewhere"))
+    if spec.gitops and not (bool(spec.gitops.destination.name) ^ bool(spec.gitops.destination.server)):
+        findings.add(intent.error(("spec", "gitops", "destination"), "set exactly one of destination.name and destination.server",
+                                  "name is the cluster's name in Argo CD; server is its API URL"))
+    pools = []
+    names: dict[str, int] = {}
+    node_names: dict[str, str] = {}
+    for index, pool in enumerate(spec.node_pools):
+        path = ("spec", "nodePools", index)
+        if pool.name in names:
+            findings.add(intent.error(path + ("name",), f"duplicate node pool '{pool.name}'", "pool names must be unique in a cluster"))
+        names[pool.name] = index
+        for n in pool.node_names or []:
+            if n in node_names:
+                findings.add(intent.error(path + ("nodeNames",), f"node '{n}' is also listed in pool '{node_names[n]}'"))
+            node_names[n] = pool.name
+        if pool.node_names is not None and len(pool.node_names) != pool.nodes:
+            findings.add(intent.error(path + ("nodeNames",), f"lists {len(pool.node_names)} names for {pool.nodes} nodes",
+                                      "list one name per node, or drop nodeNames"))
+        resolved = _resolve_pool(intent, pool, index, line if ok else None, api if ok else None, findings)
+        if resolved is None:
+            ok = False
+        else:
+            pools.append(resolved)
+    if spec.dra_driver.fabric == "partitionAttributes" and ok and not line.at_least(capability("partitionAttributes")["since"]):
+        findings.add(intent.error(("spec", "draDriver", "fabric"),
+                                  f"fabric 'partitionAttributes' needs driver 0.5 or newer (gate FabricManagerPartitioning); "
+                                  f"driver {spec.dra_driver.version} does not publish partition<N> attributes",
+                                  "upgrade draDriver.version, or use fabric 'none'"))
+    if spec.dra_driver.fabric == "topologyConfig" and ok:
+        build = gates()["FabricTopologySupport"].build
+        findings.add(intent.warning(("spec", "draDriver", "fabric"),
+                                    f"fabric 'topologyConfig' (GpuConfig.fabricTopologyConfig, gate FabricTopologySupport) exists only in the "
+                                    f"driver fork {build}; upstream releases reject the field",
+                                    "run a driver image built from that branch, or use 'partitionAttributes' on driver 0.5+"))
+    if not ok:
+        return None
+    return ResolvedCluster(intent, api, line, tuple(pools))
+
+
+def _resolve_pool(intent, pool, index, line, api, findings) -> ResolvedPool | None:
+    path = ("spec", "nodePools", index)
+    models = catalog.gpu_models()
+    if pool.gpu.model not in models:
+        findings.add(intent.error(path + ("gpu", "model"), f"unknown GPU model '{pool.gpu.model}'",
+                                  did_you_mean(pool.gpu.model, models) or f"catalog models: {', '.join(models)}"))
+        return None
+    gpu = models[pool.gpu.model]
+    if pool.nvlink:
+        for size in pool.nvlink.partitions:
+            if size > pool.gpu.count:
+                findings.add(intent.error(path + ("nvlink", "partitions"),
+                                          f"partition size {size} is larger than the pool's {pool.gpu.count} GPUs per node"))
+    layout, dynamic, config = None, False, None
+    if pool.mig is not None:
+        mig_path = path + ("mig", "layout")
+        if gpu.mig is None:
+            findings.add(intent.error(path + ("mig",), f"{gpu.key} does not support MIG", "remove mig from this pool"))
+            return None
+        raw = pool.mig.layout
+        if raw == "dynamic":
+            dynamic = True
+            if line is not None and not line.at_least(capability("DynamicMIG")["since"]):
+                findings.add(intent.error(mig_path, f"dynamic MIG needs driver 25.12 or newer (gate DynamicMIG); this cluster runs {line.versions}"))
+            if api is not None and api.minor < 33:
+                findings.add(intent.error(mig_path, "dynamic MIG needs partitionable devices (Kubernetes 1.33+, gate DRAPartitionableDevices)"))
+            if pool.allocation != "dra":
+                findings.add(intent.error(mig_path, "dynamic MIG is a DRA driver feature; the pool is allocated by the device plugin"))
+        elif isinstance(raw, str):
+            named = gpu.named_layouts()
+            if raw not in named:
+                findings.add(intent.error(mig_path, f"'{raw}' is not a mig-parted config for {gpu.key}",
+                                          did_you_mean(raw, named) or f"use one of {one_of(sorted(named))}, `dynamic`, or a list of profiles"))
+                return None
+            layout, config = tuple(sorted(named[raw].items())), raw
+        else:
+            mix: dict[str, int] = {}
+            for i, s in enumerate(raw):
+                if s.profile not in gpu.mig.profiles:
+                    findings.add(intent.error(mig_path + (i, "profile"), f"{gpu.key} has no MIG profile '{s.profile}'",
+                                              did_you_mean(s.profile, gpu.mig.profiles) or f"profiles of {gpu.key}: {', '.join(gpu.mig.profiles)}"))
+                    return None
+                if s.profile in mix:
+                    findings.add(intent.error(mig_path + (i, "profile"), f"profile '{s.profile}' is listed twice", "list each profile once with its count"))
+                mix[s.profile] = mix.get(s.profile, 0) + s.count
+            fit = fit_mix(gpu.mig, mix)
+            if not fit.fits:
+                findings.add(intent.error(mig_path, f"this MIG layout does not fit one {gpu.key}: {fit.reason}",
+                                          f"a GPU has {gpu.mig.compute_slices} compute and {gpu.mig.memory_slices} memory slices; "
+                                          f"'all-balanced' on this model is {_mix_text(gpu.mig.balanced)}"))
+                return None
+            layout, config = tuple(sorted(mix.items())), f"gpuc-{pool.name}"
+    return ResolvedPool(pool, index, gpu, layout, dynamic, config)
+
+
+def _mix_text(mix: dict[str, int]) -> str:
+    return " + ".join(f"{c}x {p}" for p, c in sorted(mix.items()))

@@ -1,0 +1,30 @@
+"""Stage 2c: rules that span fields and documents (DESIGN.md sections 3-4), one module per subject.
+
+Each rule adds findings that point at the line a user must change, and says how to change it. Rules
+only add findings: nothing here changes what a cluster compiles to, and nothing raises, so one run
+reports every mistake. A new rule joins by appending itself to RULES (like check.run.CHECKERS).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ...diagnostics import Findings
+from ..documents import Fleet
+from ..resolved import ResolvedCluster
+from .chart_values import check_chart_values
+from .classes import check_classes
+from .gates import check_gates
+from .operators import check_operator_modes
+from .share_groups import check_share_groups
+from .workloads import check_workloads
+
+Rule = Callable[[Fleet, dict[str, ResolvedCluster], Findings], None]
+
+RULES: list[Rule] = [check_classes, check_workloads, check_share_groups, check_gates, check_chart_values, check_operator_modes]
+
+
+def check_intents(fleet: Fleet, clusters: dict[str, ResolvedCluster], findings: Findings) -> None:
+    """Every rule over the validated fleet and its resolved clusters."""
+    for rule in RULES:
+        rule(fleet, clusters, findings)

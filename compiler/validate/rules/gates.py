@@ -1,0 +1,68 @@
+"""The DRA driver's feature gates: what the workloads need, what the user set, what the driver refuses."""
+
+from __future__ import annotations
+
+from ...diagnostics import Findings, did_you_mean
+from ...facts.driver import capability, exclusive_gates, gate_requirements, gates, gates_on, logging_gates
+from ..documents import Fleet
+from ..features import cluster_features, derived_gates
+from ..intents import GpuWorkload
+from ..resolved import ResolvedCluster
+
+
+def check_gates(fleet: Fleet, clusters: dict[str, ResolvedCluster], findings: Findings) -> None:
+    for cluster in clusters.values():
+        _check_gates(cluster, [w.model for w in fleet.workloads_on(cluster.name)], fleet, findings)
+
+
+def _check_gates(cluster: ResolvedCluster, workloads: list[GpuWorkload], fleet: Fleet, findings: Findings) -> None:
+    intent = cluster.intent
+    line = cluster.driver
+    features = cluster_features(cluster, workloads)
+    flavour = cluster.spec.dra_driver.fabric
+    derived = derived_gates(line, features, flavour)
+    user = cluster.spec.dra_driver.values.get("featureGates")
+    gates_path = ("spec", "draDriver", "values", "featureGates")
+    for cap in features.capabilities(flavour):
+        since = capability(cap).get("since")
+        if since and not line.at_least(since):
+            findings.add(intent.error(("spec", "draDriver", "version"),
+                                      f"workloads on this cluster use {cap}, which needs driver {since} or newer",
+                                      "upgrade draDriver.version"))
+    if not isinstance(user, dict):
+        user = {}
+    known = gates_on(line)
+    for name, value in user.items():
+        if name not in known and name not in logging_gates():
+            hint = did_you_mean(name, list(known) + logging_gates())
+            later = gates().get(name)
+            if later:
+                hint = f"{name} arrives with driver {later.since}"
+            findings.add(intent.error(gates_path + (name,), f"driver {cluster.spec.dra_driver.version} has no feature gate '{name}'",
+                                      hint or f"gates of this driver: {', '.join(known)}"))
+        elif not isinstance(value, bool):
+            findings.add(intent.error(gates_path + (name,), f"feature gate values are true or false, got {value!r}"))
+        elif derived.get(name) and value is False:
+            if derived_gates(line, cluster_features(cluster, []), flavour).get(name):  # needed by the pools themselves
+                needs = "node pools of this cluster need it (" + ", ".join(p.name for p in cluster.pools if p.mig_dynamic) + ")"
+            else:
+                users = [w.metadata.name for w in workloads if derived_gates(line, cluster_features(cluster, [w]), flavour).get(name)]
+                needs = f"workloads on this cluster need it ({', '.join(users)})"
+            findings.add(intent.error(gates_path + (name,), f"{name} is set false, but {needs}",
+                                      "remove the override; gpuc turns the gate on when a workload needs it"))
+    effective = {n: g.default for n, g in known.items()}
+    effective.update(derived)
+    effective.update({k: v for k, v in user.items() if isinstance(v, bool)})
+    for a, b in exclusive_gates():
+        if effective.get(a) and effective.get(b):
+            findings.add(intent.error(gates_path if user else ("spec", "draDriver"),
+                                      f"the driver refuses feature gates {a} and {b} together",
+                                      _gate_origin(a, b, derived)))
+    for gate, needed in gate_requirements().items():
+        if effective.get(gate) and gate in known and not effective.get(needed, False):
+            findings.add(intent.error(gates_path + (needed,), f"feature gate {gate} needs {needed} enabled"))
+
+
+def _gate_origin(a: str, b: str, derived: dict[str, bool]) -> str:
+    parts = [f"{g} is {'derived from the workloads' if g in derived else 'set in draDriver.values.featureGates'}" for g in (a, b)]
+    return "; ".join(parts) + "; drop one of them"

@@ -1,0 +1,234 @@
+"""Rules of one GpuWorkload: its fields together, and against each cluster it targets."""
+
+from __future__ import annotations
+
+from ...diagnostics import Findings, did_you_mean, one_of
+from ...facts.driver import builtin_device_classes
+from ...facts.mig import fit_on_model
+from ...facts.platform import nim_operator, version_tuple
+from ..documents import Fleet, Intent, target_clusters
+from ..intents import GpuWorkload
+from ..resolved import ResolvedCluster
+from .classes import check_cluster_refs, check_require
+
+
+def check_workloads(fleet: Fleet, clusters: dict[str, ResolvedCluster], findings: Findings) -> None:
+    for workload in fleet.workloads:
+        _check_workload(workload, fleet, clusters, findings)
+
+
+def _check_workload(w: Intent[GpuWorkload], fleet: Fleet, clusters: dict[str, ResolvedCluster], findings: Findings) -> None:
+    spec = w.model.spec
+    gpu = spec.gpu
+    check_cluster_refs(w, spec.clusters, fleet, findings)
+    if gpu.class_ is not None and gpu.class_ not in fleet.classes:
+        hint = ("that is the driver's built-in class, which gpuc uses by default; remove `class`"
+                if gpu.class_ in builtin_device_classes() else did_you_mean(gpu.class_, fleet.classes)
+                or "declare it as a `kind: GpuDeviceClass` document under workloads/")
+        findings.add(w.error(("spec", "gpu", "class"), f"unknown device class '{gpu.class_}'", hint))
+    check_require(w, ("spec", "gpu", "require"), gpu.require, findings)
+    _check_sharing(w, findings)
+    _check_model(w, findings)
+    if gpu.class_ in fleet.classes:
+        cls = fleet.classes[gpu.class_].model.spec
+        missing = [c for c in target_clusters(w.model, fleet)
+                   if c in fleet.clusters and c not in target_clusters(fleet.classes[gpu.class_].model, fleet)]
+        if missing:
+            findings.add(w.error(("spec", "gpu", "class"), f"device class '{gpu.class_}' is not on cluster {one_of(missing)}",
+                                 f"add {one_of(missing)} to the class's spec.clusters, or list this workload's clusters"))
+        if bool(cls.mig) != bool(gpu.mig):
+            findings.add(w.error(("spec", "gpu", "class"),
+                                 f"device class '{gpu.class_}' selects {'MIG devices' if cls.mig else 'full GPUs'} but this workload asks for "
+                                 f"{'MIG slices' if gpu.mig else 'full GPUs'}"))
+        elif cls.mig and gpu.mig:
+            allowed = {s.profile for s in cls.mig.slices}
+            for i, s in enumerate(gpu.mig.slices):
+                if s.profile not in allowed:
+                    findings.add(w.error(("spec", "gpu", "mig", "slices", i, "profile"),
+                                         f"device class '{gpu.class_}' only selects {one_of(sorted(allowed))}"))
+    for name in target_clusters(w.model, fleet):
+        if name in clusters:
+            _check_on_cluster(w, clusters[name], findings)
+
+
+def _check_sharing(w: Intent[GpuWorkload], findings: Findings) -> None:
+    gpu = w.model.spec.gpu
+    path = ("spec", "gpu")
+    if gpu.sharing == "Exclusive" and gpu.share_group:
+        findings.add(w.error(path + ("shareGroup",), "shareGroup only applies to sharing Shared, TimeSlicing or MPS",
+                             "remove shareGroup, or choose a sharing strategy"))
+    if gpu.time_slicing is not None and gpu.sharing != "TimeSlicing":
+        findings.add(w.error(path + ("timeSlicing",), f"timeSlicing settings need sharing: TimeSlicing (sharing is {gpu.sharing})",
+                             "the driver rejects a timeSlicingConfig on any other strategy"))
+    if gpu.mps is not None and gpu.sharing != "MPS":
+        findings.add(w.error(path + ("mps",), f"mps settings need sharing: MPS (sharing is {gpu.sharing})",
+                             "the driver rejects an mpsConfig on any other strategy"))
+    if gpu.mps and gpu.mps.pinned_memory_limit is not None and gpu.mps.pinned_memory_limit.bytes < 1024 * 1024:
+        findings.add(w.error(path + ("mps", "pinnedMemoryLimit"), "pinned memory limits must be at least 1Mi"))
+    if gpu.mig is not None:
+        if gpu.time_slicing is not None:
+            findings.add(w.error(path + ("timeSlicing",), "MIG devices take no time-slicing interval: MigDeviceConfig has no timeSlicingConfig",
+                                 "drop timeSlicing; TimeSlicing on MIG uses the driver's fixed behaviour"))
+        if gpu.count is not None:
+            findings.add(w.error(path + ("count",), "count applies to full GPUs; a MIG mix gives each slice its own count",
+                                 "remove count and set gpu.mig.slices[].count"))
+        if gpu.fabric is not None:
+            findings.add(w.error(path + ("fabric",), "NVLink partitions are made of full GPUs, not MIG slices"))
+        if gpu.multi_node is not None:
+            findings.add(w.error(path + ("multiNode",), "multi-node NVLink (ComputeDomain) needs full GPUs, not MIG slices"))
+        seen: dict[str, int] = {}
+        for i, s in enumerate(gpu.mig.slices):
+            if s.profile in seen:
+                findings.add(w.error(path + ("mig", "slices", i, "profile"), f"profile '{s.profile}' is listed twice",
+                                     "list each profile once with its count"))
+            seen[s.profile] = i
+    if gpu.multi_node is not None and gpu.sharing != "Exclusive":
+        findings.add(w.error(path + ("multiNode",), "a multi-node workload needs sharing: Exclusive (a shared claim lives on one node)"))
+    if gpu.count == "auto" and w.model.spec.model is None:
+        findings.add(w.error(path + ("count",), "count: auto sizes from spec.model, which this workload does not have",
+                             "set a number of GPUs, or describe the model"))
+    if gpu.fabric is not None:
+        _check_fabric_options(w, findings)
+
+
+def _check_fabric_options(w: Intent[GpuWorkload], findings: Findings) -> None:
+    gpu = w.model.spec.gpu
+    fabric = gpu.fabric
+    path = ("spec", "gpu", "fabric")
+    if fabric.strategy == "Manual":
+        if not fabric.partition_ids:
+            findings.add(w.error(path + ("strategy",), "strategy Manual needs partitionIDs", "list the fabric partition IDs to use"))
+        if fabric.partition_size is not None:
+            findings.add(w.error(path + ("partitionSize",), "strategy Manual takes partitionIDs, not partitionSize", "remove partitionSize"))
+        elif not isinstance(gpu.count, int):
+            findings.add(w.error(("spec", "gpu", "count"), "strategy Manual names partitions but not how many GPUs they span",
+                                 "set gpu.count to the number of GPUs of the listed partitions"))
+    elif fabric.partition_ids:
+        findings.add(w.error(path + ("partitionIDs",), f"partitionIDs are only allowed with strategy Manual (strategy is {fabric.strategy})"))
+    if fabric.strategy == "Disabled" and fabric.partition_size is not None:
+        findings.add(w.error(path + ("partitionSize",), "strategy Disabled takes no partitionSize"))
+    if fabric.strategy == "Auto" and fabric.partition_size is None:
+        findings.add(w.error(path + ("partitionSize",), "strategy Auto needs partitionSize (2, 4 or 8)"))
+    if gpu.sharing == "MPS" and fabric.strategy != "Disabled":
+        findings.add(w.error(path + ("strategy",), "MPS cannot be combined with a fabric topology unless strategy is Disabled",
+                             "the driver rejects MPS with an active fabricTopologyConfig"))
+    if isinstance(gpu.count, int) and fabric.partition_size is not None and gpu.count != fabric.partition_size:
+        findings.add(w.error(("spec", "gpu", "count"), f"count {gpu.count} differs from fabric.partitionSize {fabric.partition_size}",
+                             "a partition is allocated whole: set count to the partition size, or drop count"))
+
+
+def _check_model(w: Intent[GpuWorkload], findings: Findings) -> None:
+    spec = w.model.spec
+    if spec.model is None:
+        return
+    image = spec.model.image
+    last = image.rsplit("/", 1)[-1]
+    if ":" not in last or last.endswith(":") or "@" in image:
+        findings.add(w.error(("spec", "model", "image"), f"image '{image}' needs an explicit tag (repository:tag)",
+                             "NIM images are versioned; pin one, e.g. nvcr.io/nim/meta/llama-3.1-8b-instruct:1.8.3"))
+    elif last.endswith(":latest"):
+        findings.add(w.warning(("spec", "model", "image"), "':latest' makes renders non-reproducible", "pin a NIM version"))
+    if not spec.secrets.ngc_api_key:
+        findings.add(w.error(("spec", "secrets"), "a NIM model needs secrets.ngcApiKey (the name of the Secret holding NGC_API_KEY)",
+                             "create the Secret out of band and set `secrets: {ngcApiKey: ngc-api-secret}`"))
+    gpu = spec.gpu
+    if gpu.shared and spec.replicas > 1:
+        findings.add(w.error(("spec", "replicas"),
+                             f"NIM rejects a shared ResourceClaim (resourceClaimName) with replicas > 1; sharing is {gpu.sharing}",
+                             "use replicas: 1, or sharing: Exclusive so each replica gets its own claim from a template"))
+
+
+def _check_on_cluster(w: Intent[GpuWorkload], cluster: ResolvedCluster, findings: Findings) -> None:
+    spec = w.model.spec
+    gpu = spec.gpu
+    cname = cluster.name
+    if not cluster.dra_pools:
+        findings.add(w.error(("spec", "clusters"), f"cluster '{cname}' has no node pool with allocation: dra",
+                             "add a DRA pool to the cluster, or target another cluster"))
+        return
+    if spec.model is not None:
+        nim = nim_operator()
+        if cluster.api.minor < int(nim["draMinKubernetes"].split(".")[1]):
+            findings.add(w.error(("spec", "model"),
+                                 f"NIM's DRA support needs Kubernetes >= {nim['draMinKubernetes']}; cluster '{cname}' runs {cluster.api.kubernetes}",
+                                 "target a 1.34+ cluster, or drop spec.model and attach the claim to your own pods"))
+        op = cluster.spec.nim_operator
+        if op is None:
+            findings.add(w.error(("spec", "model"), f"cluster '{cname}' has no nimOperator",
+                                 "add `nimOperator: {version: \"3.1.2\"}` to the cluster"))
+        elif version_tuple(op.version) < version_tuple(nim["draResourcesSince"]):
+            findings.add(cluster.intent.error(("spec", "nimOperator", "version"),
+                                              f"NIM Operator {op.version} predates resource.k8s.io/v1 draResources (3.1.0); "
+                                              f"workload {w.model.metadata.name} needs them"))
+    if gpu.fabric is not None:
+        flavour = cluster.spec.dra_driver.fabric
+        if flavour == "none":
+            findings.add(w.error(("spec", "gpu", "fabric"), f"cluster '{cname}' has draDriver.fabric: none",
+                                 "set draDriver.fabric to partitionAttributes or topologyConfig on the cluster"))
+        else:
+            if flavour == "partitionAttributes":
+                if gpu.fabric.partition_size is None:
+                    findings.add(w.error(("spec", "gpu", "fabric", "partitionSize"),
+                                         f"cluster '{cname}' selects partitions by attribute: partitionSize is required"))
+                for field in ("strategy", "partitionIDs", "virtualizationModel", "minBandwidth", "maxLatency"):
+                    if _is_set(gpu.fabric, field):
+                        findings.add(w.error(("spec", "gpu", "fabric", field),
+                                             f"'{field}' belongs to fabric topologyConfig; cluster '{cname}' uses partitionAttributes"))
+            size = gpu.fabric.partition_size
+            if size is not None and not any(size in p.partitions for p in cluster.dra_pools):
+                offered = sorted({s for p in cluster.dra_pools for s in p.partitions})
+                findings.add(w.error(("spec", "gpu", "fabric", "partitionSize"),
+                                     f"no DRA pool of cluster '{cname}' offers NVLink partitions of size {size}"
+                                     + (f" (offered: {offered})" if offered else ""),
+                                     "add the size to a pool's nvlink.partitions, or pick an offered size"))
+    if gpu.mig is not None:
+        _check_mig_on_cluster(w, cluster, findings)
+
+
+def _is_set(model, alias: str) -> bool:
+    for name, info in type(model).model_fields.items():
+        if (info.alias or name) == alias:
+            return name in model.model_fields_set
+    return False
+
+
+def _check_mig_on_cluster(w: Intent[GpuWorkload], cluster: ResolvedCluster, findings: Findings) -> None:
+    mix = {s.profile: s.count for s in w.model.spec.gpu.mig.slices}
+    mig_pools = [p for p in cluster.dra_pools if p.gpu.mig is not None and (p.mig_layout or p.mig_dynamic)]
+    if not mig_pools:
+        findings.add(w.error(("spec", "gpu", "mig"), f"cluster '{cluster.name}' has no DRA pool with MIG enabled",
+                             "give a pool a `mig.layout`"))
+        return
+    missing = [(i, s.profile) for i, s in enumerate(w.model.spec.gpu.mig.slices)
+               if not any(s.profile in p.mig_profiles for p in mig_pools)]
+    unknown = [(i, profile) for i, profile in missing if not any(profile in p.gpu.mig.profiles for p in mig_pools)]
+    if unknown:
+        i, profile = unknown[0]
+        offered = sorted({n for p in mig_pools for n in p.mig_profiles})
+        models = sorted({p.gpu.key for p in mig_pools})
+        findings.add(w.error(("spec", "gpu", "mig", "slices", i, "profile"),
+                             f"no MIG pool of cluster '{cluster.name}' provides profile '{profile}' ({', '.join(models)})",
+                             " ".join(filter(None, (did_you_mean(profile, offered), f"profiles offered: {', '.join(offered)}")))))
+        return
+    if missing:
+        return  # the GPUs have the profile but no pool's layout offers it: the plan stage reports that as infeasible (exit 1)
+    if w.model.spec.gpu.mig.same_gpu:
+        reasons = []
+        for pool in mig_pools:
+            if pool.mig_dynamic:
+                fit = fit_on_model(pool.gpu, mix)
+                if fit.fits:
+                    return
+                reasons.append(f"{pool.name}: {fit.reason}")
+            else:
+                have = dict(pool.mig_layout or ())
+                short = [f"{c}x {p} (a GPU has {have.get(p, 0)})" for p, c in mix.items() if have.get(p, 0) < c]
+                if not short:
+                    return
+                reasons.append(f"{pool.name} ({pool.mig_config}): lacks {', '.join(short)}")
+        geometry = [fit_on_model(p.gpu, mix) for p in mig_pools if not p.mig_dynamic]  # dynamic pools said why above
+        why = next((f.reason for f in geometry if not f.fits), "")
+        findings.add(w.error(("spec", "gpu", "mig"),
+                             f"this MIG mix cannot fit one GPU of cluster '{cluster.name}': " + "; ".join(reasons)
+                             + (f" ({why})" if why else ""),
+                             "change the pool's layout to include the mix, or set sameGpu: false"))
