@@ -67,6 +67,22 @@ class Quantity:
     def of_bytes(cls, n: int) -> "Quantity":
         return cls(n, BINARY_SI)
 
+    @classmethod
+    def written(cls, text: str | int) -> "Quantity":
+        """A quantity a user wrote, which prints as written ("1.5Gi", not "1536Mi") wherever it is emitted."""
+        quantity = cls.parse(text)
+        quantity._text = str(text).strip()
+        return quantity
+
+    @property
+    def bytes(self) -> int:
+        """The amount as a whole number of base units (bytes for memory), rounded up as Kubernetes does."""
+        return -((-self.value) // 1) if isinstance(self.value, Fraction) else self.value
+
+    @property
+    def text(self) -> str:
+        return str(self)
+
     # ------------------------------------------------------------------ arithmetic, comparison
     def compare(self, other: "Quantity") -> int:
         return (self.value > other.value) - (self.value < other.value)

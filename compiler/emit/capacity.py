@@ -16,10 +16,11 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ..facts.driver import gpu_driver
 from ..place.allocator import AllocationPlan
 from ..place.inventory import Device
 
-GPU_DRIVER = "gpu.nvidia.com"
+GPU_DRIVER = gpu_driver()
 _SLICE = re.compile(r"^(?:memorySlice|memory-slice-)(\d+)$")
 DETAIL_ROWS = 200  # distinct node rows drawn workload by workload; past this, rows fold by shape
 

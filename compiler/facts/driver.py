@@ -117,8 +117,23 @@ def capability(name: str) -> dict:
     return dict(load_table("dra_driver")["capabilities"][name])
 
 
+def gpu_driver() -> str:
+    """The driver's DRA name: the domain of its attributes and capacities, `opaque.driver` of its configs."""
+    return str(load_table("dra_driver")["driver"])
+
+
+def config_api_version() -> str:
+    """The apiVersion of the driver's opaque configs (GpuConfig, MigDeviceConfig) and of ComputeDomain."""
+    return str(load_table("dra_driver")["configApiVersion"])
+
+
 def builtin_device_classes() -> list[str]:
     return sorted(load_table("dra_driver")["builtinDeviceClasses"])
+
+
+def builtin_class_for(device_type: str) -> str:
+    """The chart's DeviceClass for devices of `device_type` (gpu -> gpu.nvidia.com, mig -> mig.nvidia.com)."""
+    return next(name for name, t in sorted(builtin_class_device_types().items()) if t == device_type)
 
 
 def builtin_class_device_types() -> dict[str, str]:
@@ -138,7 +153,7 @@ class AttributeFact:
         if "/" in self.name:
             domain, ident = self.name.split("/", 1)
             return domain, ident
-        return "gpu.nvidia.com", self.name
+        return gpu_driver(), self.name
 
 
 def device_attributes(line: DriverLine, device_type: str) -> dict[str, AttributeFact]:

@@ -81,9 +81,27 @@ def object_meta_rules() -> ObjectMetaRules:
                            frozenset(table["clusterScopedKinds"]))
 
 
+@dataclass(frozen=True)
+class ReplacementRule:
+    """A field whose change cannot be applied in place (data/kubernetes.yaml `replacements`)."""
+
+    path: str  # dotted, e.g. "spec" or "spec.draResources"
+    effect: str  # what happens instead, in words for reviewers
+    delete_first: bool  # the new object keeps the name: the old one goes first
+    api_server: bool  # the API server refuses the update itself (built-in kinds)
+
+
+@lru_cache(maxsize=None)
+def replacement_rules() -> dict[str, tuple[ReplacementRule, ...]]:
+    """Kind -> the fields of it that are replaced, not updated, on change."""
+    return {kind: (ReplacementRule(r["path"], r["effect"], r["deleteFirst"], r["apiServer"]),)
+            for kind, r in load_table("kubernetes")["replacements"].items()}
+
+
 def immutable_fields() -> dict[str, tuple[str, ...]]:
     """Built-in kind -> dotted field paths the API server refuses to change on update."""
-    return {kind: tuple(paths) for kind, paths in load_table("kubernetes")["immutableFields"].items()}
+    return {kind: tuple(r.path for r in rules if r.api_server) for kind, rules in replacement_rules().items()
+            if any(r.api_server for r in rules)}
 
 
 def gpu_operator() -> dict:

@@ -12,17 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..facts.driver import builtin_class_for, config_api_version
 from ..plan import WorkloadPlan
 from ..validate.intents import GpuRequest
 from ..validate.resolved import ResolvedCluster
 from . import selectors as sel
-from .graph import KubeObject, Replacement, Wave
+from .graph import KubeObject, Wave
 from .meta import WORKLOAD, hashed_name, make_object
 
-CONFIG_API = "resource.nvidia.com/v1beta1"
-CLAIM_REPLACEMENT = Replacement(
-    "spec", "claim specs are immutable: a new claim object (hashed name) replaces the old one, and pods using it restart",
-    delete_first=False)
 
 
 @dataclass(frozen=True)
@@ -50,11 +47,11 @@ def requests_for(plan: WorkloadPlan) -> list[Request]:
     gpu = plan.workload.spec.gpu
     common = sel.require_selectors(gpu.require)
     if gpu.mig is not None:
-        device_class = gpu.class_ or "mig.nvidia.com"
+        device_class = gpu.class_ or builtin_class_for("mig")
         return [Request(request_name(s.profile), device_class, s.count, (sel.profile_is(s.profile), *common))
                 for s in gpu.mig.slices]
     extra = [sel.min_memory(f"{plan.min_memory_gib}Gi")] if plan.min_memory_gib else []
-    return [Request("gpu", gpu.class_ or "gpu.nvidia.com", plan.gpus or 1, tuple(common + extra))]
+    return [Request("gpu", gpu.class_ or builtin_class_for("gpu"), plan.gpus or 1, tuple(common + extra))]
 
 
 def _request_manifest(req: Request, flat: bool) -> dict[str, Any]:
@@ -107,7 +104,7 @@ def opaque_config(plan: WorkloadPlan, cluster: ResolvedCluster, request_names: l
         return []
     kind = "MigDeviceConfig" if gpu.mig is not None else "GpuConfig"
     return [{"requests": request_names,
-             "opaque": {"driver": sel.DRIVER, "parameters": {"apiVersion": CONFIG_API, "kind": kind, **params}}}]
+             "opaque": {"driver": sel.DRIVER, "parameters": {"apiVersion": config_api_version(), "kind": kind, **params}}}]
 
 
 def constraints(plan: WorkloadPlan, cluster: ResolvedCluster, reqs: list[Request]) -> list[dict[str, Any]]:
@@ -148,7 +145,7 @@ def lower_claims(cluster: ResolvedCluster, plans: list[WorkloadPlan]) -> tuple[l
                 wave=Wave.CLAIMS, component=f"workload/{key}", origin=plan.intent.source,
                 labels={WORKLOAD: plan.name},
                 body={"spec": {"metadata": {"labels": {WORKLOAD: plan.name}}, "spec": spec}},
-                replacements=(CLAIM_REPLACEMENT,), identity=f"{plan.name}-gpu"))
+                identity=f"{plan.name}-gpu"))
             refs[key] = ClaimRef("ResourceClaimTemplate", name, plan.namespace, tuple(names))
         else:
             groups.setdefault((plan.namespace, plan.share_group), []).append(plan)
@@ -164,7 +161,7 @@ def lower_claims(cluster: ResolvedCluster, plans: list[WorkloadPlan]) -> tuple[l
             origin=min(members, key=lambda p: p.name).intent.source,
             labels={"gpuc.dev/share-group": group},
             annotations={"gpuc.dev/share-group-members": ",".join(member_names)},
-            body={"spec": spec}, replacements=(CLAIM_REPLACEMENT,), identity=group))
+            body={"spec": spec}, identity=group))
         for p in members:
             refs[f"{p.namespace}/{p.name}"] = ClaimRef("ResourceClaim", name, namespace, tuple(names))
     return objects, refs

@@ -6,6 +6,7 @@ import hashlib
 import json
 from typing import Any
 
+from ..facts.platform import replacement_rules
 from ..load.yaml_source import SourceDoc
 from .graph import KubeObject, Replacement, Wave
 
@@ -50,7 +51,6 @@ def make_object(
     labels: dict[str, str] | None = None,
     annotations: dict[str, str] | None = None,
     body: dict[str, Any] | None = None,
-    replacements: tuple[Replacement, ...] = (),
     patch: bool = False,
     managed: bool = True,
     identity: str = "",
@@ -66,4 +66,9 @@ def make_object(
     all_annotations = {SOURCE: origin.ref, SYNC_WAVE: str(int(wave)), **(annotations or {})}
     metadata["annotations"] = dict(sorted(all_annotations.items()))
     manifest = {"apiVersion": api_version, "kind": kind, "metadata": metadata, **(body or {})}
-    return KubeObject(manifest, wave, component, origin, replacements, patch, identity)
+    return KubeObject(manifest, wave, component, origin, replacements_of(kind), patch, identity)
+
+
+def replacements_of(kind: str) -> tuple[Replacement, ...]:
+    """The fields of `kind` that are replaced on change, not updated (facts: data/kubernetes.yaml)."""
+    return tuple(Replacement(r.path, r.effect, r.delete_first) for r in replacement_rules().get(kind, ()))

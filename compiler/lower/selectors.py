@@ -7,9 +7,10 @@ compared with the DRA `semver()` helpers and memory with `quantity()` (string co
 
 from __future__ import annotations
 
+from ..facts.driver import gpu_driver
 from ..validate.intents import Require
 
-DRIVER = "gpu.nvidia.com"
+DRIVER = gpu_driver()
 
 
 def literal(text: str) -> str:

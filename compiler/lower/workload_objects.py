@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..facts.driver import config_api_version
 from ..facts.platform import nim_operator
 from ..load.yaml_source import SourceDoc
 from ..plan import WorkloadPlan
@@ -13,14 +14,9 @@ from ..validate.intents import GpuDeviceClass
 from ..validate.resolved import ResolvedCluster
 from . import selectors as sel
 from .claims import ClaimRef
-from .graph import KubeObject, Replacement, Wave
-from .meta import KEEP_NAMESPACE, MISSING_CRD_OK, SYNC_OPTIONS, WORKLOAD, hashed_name, make_object
+from .graph import KubeObject, Wave
+from .meta import KEEP_NAMESPACE, MISSING_CRD_OK, SYNC_OPTIONS, WORKLOAD, hashed_name, make_object, replacements_of
 
-CD_API = "resource.nvidia.com/v1beta1"
-CD_REPLACEMENT = Replacement("spec", "ComputeDomain specs are immutable: a new ComputeDomain (hashed name) replaces the old one",
-                             delete_first=False)
-NIM_REPLACEMENT = Replacement("spec.draResources", "spec.draResources is immutable: the NIMService is deleted and recreated",
-                              delete_first=True)
 IMMUTABLE_FIELDS = "gpuc.dev/immutable-fields"
 
 
@@ -41,10 +37,10 @@ def compute_domain(cluster: ResolvedCluster, plan: WorkloadPlan) -> tuple[KubeOb
     name = hashed_name(plan.name, {"kind": "ComputeDomain", **core})
     channel = f"{name}-channel"
     spec = {**core, "channel": {"resourceClaimTemplate": {"name": channel}}}
-    obj = make_object(CD_API, "ComputeDomain", name, namespace=plan.namespace, wave=Wave.CLAIMS,
+    obj = make_object(config_api_version(), "ComputeDomain", name, namespace=plan.namespace, wave=Wave.CLAIMS,
                       component=f"workload/{plan.namespace}/{plan.name}", origin=plan.intent.source,
                       labels={WORKLOAD: plan.name}, annotations={SYNC_OPTIONS: MISSING_CRD_OK}, body={"spec": spec},
-                      replacements=(CD_REPLACEMENT,), identity=plan.name)
+                      identity=plan.name)
     return obj, channel
 
 
@@ -95,8 +91,9 @@ def nim_objects(plan: WorkloadPlan, claim: ClaimRef, compute_domain_name: str | 
         }
     service = make_object(api, "NIMService", plan.name, namespace=plan.namespace, wave=Wave.NIM_SERVICE,
                           component=component, origin=plan.intent.source, labels=labels,
-                          annotations={IMMUTABLE_FIELDS: "spec.draResources", SYNC_OPTIONS: MISSING_CRD_OK},
-                          body={"spec": spec}, replacements=(NIM_REPLACEMENT,))
+                          annotations={IMMUTABLE_FIELDS: ",".join(r.path for r in replacements_of("NIMService")),
+                                       SYNC_OPTIONS: MISSING_CRD_OK},
+                          body={"spec": spec})
     return [cache, service]
 
 

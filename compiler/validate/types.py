@@ -7,68 +7,42 @@ Each parses strictly and fails with a message that shows the accepted form, beca
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from decimal import Decimal
+from fractions import Fraction
 from typing import Annotated, Any
 
 from pydantic import PlainSerializer, PlainValidator, WithJsonSchema
 
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),
-            "k": Decimal(10**3), "M": Decimal(10**6), "G": Decimal(10**9), "T": Decimal(10**12),
-            "P": Decimal(10**15), "E": Decimal(10**18)}
+from ..cel.quantity import Quantity, QuantityError
+
 _QUANTITY = re.compile(r"^(?P<num>[+-]?(?:\d+\.?\d*|\.\d+))(?P<suffix>[KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?$")
 QUANTITY_PATTERN = r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$"
 
 
-@dataclass(frozen=True, order=True)
-class Quantity:
-    """A Kubernetes resource quantity; `value` in base units (bytes for memory)."""
-
-    value: Decimal
-    text: str
-
-    def __str__(self) -> str:
-        return self.text
-
-    @property
-    def bytes(self) -> int:
-        return int(self.value)
-
-
-def _amount(match: re.Match[str]) -> Decimal:
-    number = Decimal(match.group("num"))  # the regex admits only decimals
-    suffix = match.group("suffix") or ""
-    if suffix in _BINARY:
-        return number * _BINARY[suffix]
-    if suffix[:1] in ("e", "E"):
-        return number * (Decimal(10) ** int(suffix[1:]))
-    return number * _DECIMAL[suffix]
-
-
-def quantity_value(raw: Any) -> Decimal | None:
+def quantity_value(raw: Any) -> int | Fraction | None:
     """The amount of any Kubernetes quantity (zero and negative ones too, as the API accepts), or None."""
     if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
         return None
-    match = _QUANTITY.fullmatch(raw if isinstance(raw, str) else repr(raw))
-    return _amount(match) if match else None
+    try:
+        return Quantity.parse(raw if isinstance(raw, (str, int)) else repr(raw)).value
+    except QuantityError:
+        return None
 
 
 def parse_quantity(raw: Any) -> Quantity:
+    """A quantity an intent gives: positive, printed as written (compiler.cel.quantity.Quantity.written)."""
     if isinstance(raw, Quantity):
         return raw
     if isinstance(raw, bool) or not isinstance(raw, (str, int)):
         raise ValueError(f"expected a quantity such as \"40Gi\", got {type(raw).__name__}")
     text = str(raw).strip()
-    match = _QUANTITY.fullmatch(text)
-    if not match:
+    if not _QUANTITY.fullmatch(text):
         fix = re.sub(r"([KMGTPE])i?B$", r"\1i", text)
         hint = f"; did you mean \"{fix}\"?" if fix != text and _QUANTITY.fullmatch(fix) else ""
         raise ValueError(f"'{text}' is not a Kubernetes quantity (use a number with Ki, Mi, Gi, Ti or k, M, G, e.g. \"40Gi\"){hint}")
-    value = _amount(match)
-    if value <= 0:
+    quantity = Quantity.written(text)
+    if quantity.sign() <= 0:
         raise ValueError(f"'{text}' must be greater than zero")
-    return Quantity(value, text)
+    return quantity
 
 
 QuantityField = Annotated[

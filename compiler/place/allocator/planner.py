@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Callable
 
+from ...facts.driver import gpu_driver
 from ...validate.resolved import ResolvedCluster
 from ..inventory import Inventory
 from .candidates import DeviceIndex
@@ -30,7 +31,7 @@ from .search import AllocationError, allocate_on_node
 from .state import AllocationState, ClaimResult
 
 Progress = Callable[[int, int], None]
-GPU_DRIVER = "gpu.nvidia.com"
+GPU_DRIVER = gpu_driver()
 
 
 def placement_order(pods: list[Pod]) -> list[int]:

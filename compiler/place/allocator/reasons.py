@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from ...facts.driver import gpu_driver
 from ...cel import CelCompileError, CelEvaluationError, Quantity, Semver, compile_selector
 from ..inventory import Device
 from .candidates import DeviceIndex
@@ -20,7 +21,7 @@ from .requests import ALL, ClaimError, Constraint, Option, Request
 from .search import typed_value
 from .state import AllocationState
 
-GPU_DOMAIN = "gpu.nvidia.com"
+GPU_DOMAIN = gpu_driver()
 _BINARY_UNITS = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
 _PRETTY = (
     (re.compile(r"device\.(attributes|capacity)\['gpu\.nvidia\.com'\]\.(\w+)"), r"\2"),

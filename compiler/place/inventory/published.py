@@ -7,10 +7,12 @@ Derived from the same facts the synthesizer uses, so "the driver publishes X" me
 from __future__ import annotations
 
 from ...cel import Published
-from ...facts.driver import DriverLine, compute_domain_devices, device_attributes, device_capacities, static_mig_memory_slice
+from ...facts.driver import (
+    DriverLine, compute_domain_devices, device_attributes, device_capacities, gpu_driver, static_mig_memory_slice,
+)
 from .codec import ATTRIBUTE_TYPES
 
-GPU_DRIVER = "gpu.nvidia.com"
+GPU_DRIVER = gpu_driver()
 
 
 def published(line: DriverLine) -> Published:

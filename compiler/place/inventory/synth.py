@@ -19,6 +19,7 @@ from typing import Any, Callable, NamedTuple
 from ...cel import Quantity, Semver
 from ...facts.catalog import GpuModel, MigProfile, host_defaults
 from ...facts.driver import (
+    gpu_driver,
     AttributeFact, DriverLine, compute_domain_devices, device_attributes, device_capacities, dynamic_mig, gates_on,
     static_mig_memory_slice,
 )
@@ -29,7 +30,7 @@ from ...validate.types import normalize_version
 from .codec import decode_attribute, qualify
 from .model import AttrValue, CounterUse, Device, Inventory, NodeInfo, ResourceSlice, build_inventory
 
-GPU_DRIVER = "gpu.nvidia.com"
+GPU_DRIVER = gpu_driver()
 SYNTHESIZED = "synthesized"
 
 
