@@ -27,6 +27,20 @@ def format_path(path: Sequence[str | int]) -> str:
     return out or "(document)"
 
 
+_PART = re.compile(r"([^.\[\]]+)|\[(\*|\d+)\]")
+
+
+def parse_path(text: str) -> Path:
+    """`spec.gpu.mig.slices[0].profile` -> ("spec", "gpu", "mig", "slices", 0, "profile"); "" -> ()."""
+    out: list[str | int] = []
+    for name, index in _PART.findall(text):
+        if name:
+            out.append(name)
+        else:
+            out.append("*" if index == "*" else int(index))
+    return tuple(out)
+
+
 @dataclass(frozen=True, order=True)
 class Diagnostic:
     file: str

@@ -72,7 +72,7 @@ def test_node_patches_are_partial_but_still_strict():
     assert not [d for d in ok if d.severity == "error" and "Node" in d.message]  # no spec, no status: fine for a patch
     errors = errors_after("prod-east", lambda c: find(c, "Node", "gpu-a100-0").manifest.update(spec={"unschedulable": "yes"}))
     assert messages(errors) == ["Node gpu-a100-0 spec.unschedulable: must be a boolean (true or false), got string 'yes'"]
-    assert (errors[0].file, errors[0].path) == ("clusters/prod-east.yaml", "spec.nodePools")
+    assert (errors[0].file, errors[0].path) == ("clusters/prod-east.yaml", "spec.nodePools[1].nodeNames")  # the pool of that node
 
 
 def test_metadata_names_and_labels_follow_the_api_server():

@@ -19,6 +19,19 @@ RENDERED_APP_WAVE = Wave.NODE_CONFIG  # after the chart Applications, which are 
 RETRY = {"limit": 5, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "3m"}}
 
 
+APPLICATION_SOURCES = {
+    "": ("spec.gitops",),
+    "metadata.namespace": ("spec.gitops.namespace", "spec.gitops"),
+    "spec.project": ("spec.gitops.project", "spec.gitops"),
+    "spec.destination": ("spec.gitops.destination", "spec.gitops"),
+    "spec.source.repoURL": ("spec.gitops.repoURL", "spec.gitops"),
+    "spec.source.path": ("spec.gitops.path", "spec.gitops"),
+    "spec.source.targetRevision": ("spec.gitops.targetRevision", "spec.gitops"),
+    **{f"spec.sources[{i}].repoURL": ("spec.gitops.repoURL", "spec.draDriver.version", "spec.gitops") for i in (0, 1)},
+    **{f"spec.sources[{i}].targetRevision": ("spec.draDriver.version", "spec.gitops.targetRevision", "spec.gitops") for i in (0, 1)},
+}
+
+
 def values_file(release: HelmRelease) -> str:
     return f"values/{release.name}.yaml"
 
@@ -58,7 +71,7 @@ def lower_argocd(compiled: CompiledCluster) -> list[KubeObject]:
         }
         apps.append(make_object(ARGO_API, "Application", f"{compiled.name}-{release.name}", namespace=gitops.namespace,
                                 wave=release.wave, component=f"argocd/{release.component}", origin=release.origin,
-                                body={"spec": spec}))
+                                body={"spec": spec}, sources=APPLICATION_SOURCES))
     rendered = {
         "project": gitops.project,
         "destination": _destination(compiled, None),
@@ -70,5 +83,5 @@ def lower_argocd(compiled: CompiledCluster) -> list[KubeObject]:
     apps.append(make_object(ARGO_API, "Application", f"{compiled.name}-gpuc", namespace=gitops.namespace,
                             wave=RENDERED_APP_WAVE, component="argocd/rendered", origin=ref,
                             annotations={"argocd.argoproj.io/compare-options": "ServerSideDiff=true"},
-                            body={"spec": rendered}))
+                            body={"spec": rendered}, sources=APPLICATION_SOURCES))
     return apps

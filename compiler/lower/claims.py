@@ -18,7 +18,7 @@ from ..validate.intents import GpuRequest
 from ..validate.resolved import ResolvedCluster
 from . import selectors as sel
 from .graph import KubeObject, Wave
-from .meta import WORKLOAD, hashed_name, make_object
+from .meta import WORKLOAD, Sources, hashed_name, make_object, prefixed
 
 
 
@@ -36,6 +36,8 @@ class Request:
     device_class: str
     count: int
     selectors: tuple[str, ...]
+    sources: Sources  # relative to the request body (`exactly`, or the request itself on v1beta1)
+    origin: tuple[str, ...]  # the intent fields the whole request comes from
 
 
 def request_name(profile: str) -> str:
@@ -45,13 +47,39 @@ def request_name(profile: str) -> str:
 
 def requests_for(plan: WorkloadPlan) -> list[Request]:
     gpu = plan.workload.spec.gpu
-    common = sel.require_selectors(gpu.require)
+    common = sel.require_selector_fields(gpu.require)
+    require = [f"spec.gpu.require.{field}" for _, field in common]
+    class_source = ("spec.gpu.class",) if gpu.class_ else ("spec.gpu.mig",) if gpu.mig else ("spec.gpu",)
     if gpu.mig is not None:
         device_class = gpu.class_ or builtin_class_for("mig")
-        return [Request(request_name(s.profile), device_class, s.count, (sel.profile_is(s.profile), *common))
-                for s in gpu.mig.slices]
-    extra = [sel.min_memory(f"{plan.min_memory_gib}Gi")] if plan.min_memory_gib else []
-    return [Request("gpu", gpu.class_ or builtin_class_for("gpu"), plan.gpus or 1, tuple(common + extra))]
+        out = []
+        for i, s in enumerate(gpu.mig.slices):
+            at = f"spec.gpu.mig.slices[{i}]"
+            sources: Sources = {"deviceClassName": class_source + ("spec.gpu",), "count": (f"{at}.count", at),
+                                "selectors": ("spec.gpu.require", f"{at}.profile", "spec.gpu"),
+                                "selectors[0]": (f"{at}.profile", at)}
+            sources.update({f"selectors[{j + 1}]": (path, "spec.gpu.require") for j, path in enumerate(require)})
+            out.append(Request(request_name(s.profile), device_class, s.count, (sel.profile_is(s.profile), *(e for e, _ in common)),
+                               sources, (at, "spec.gpu")))
+        return out
+    selectors = [e for e, _ in common]
+    sources = {"deviceClassName": class_source, "count": _count_source(plan),
+               "selectors": ("spec.gpu.require", "spec.model", "spec.gpu")}
+    sources.update({f"selectors[{j}]": (path, "spec.gpu.require") for j, path in enumerate(require)})
+    if plan.min_memory_gib:
+        sources[f"selectors[{len(selectors)}]"] = ("spec.model",)  # the floor sizing adds
+        selectors.append(sel.min_memory(f"{plan.min_memory_gib}Gi"))
+    return [Request("gpu", gpu.class_ or builtin_class_for("gpu"), plan.gpus or 1, tuple(selectors), sources, ("spec.gpu",))]
+
+
+def _count_source(plan: WorkloadPlan) -> tuple[str, ...]:
+    """Where a full-GPU request's count comes from: the intent's count, a fabric partition, or sizing."""
+    gpu = plan.workload.spec.gpu
+    if isinstance(gpu.count, int):
+        return ("spec.gpu.count",)
+    if gpu.fabric is not None and gpu.fabric.strategy == "Auto" and gpu.fabric.partition_size:
+        return ("spec.gpu.fabric.partitionSize", "spec.gpu.fabric")
+    return ("spec.gpu.count", "spec.model", "spec.gpu") if plan.workload.spec.model is not None else ("spec.gpu.count", "spec.gpu")
 
 
 def _request_manifest(req: Request, flat: bool) -> dict[str, Any]:
@@ -119,15 +147,46 @@ def constraints(plan: WorkloadPlan, cluster: ResolvedCluster, reqs: list[Request
 
 def claim_spec(plan: WorkloadPlan, cluster: ResolvedCluster) -> tuple[dict[str, Any], list[str]]:
     """The `spec` of a ResourceClaim (also the inner spec of a template) in the cluster's API shape."""
+    spec, names, _ = claim_spec_with_sources(plan, cluster)
+    return spec, names
+
+
+def claim_spec_with_sources(plan: WorkloadPlan, cluster: ResolvedCluster) -> tuple[dict[str, Any], list[str], Sources]:
+    """claim_spec, and which intent field produced each part of it (relative to the claim spec)."""
+    gpu = plan.workload.spec.gpu
     reqs = requests_for(plan)
     devices: dict[str, Any] = {"requests": [_request_manifest(r, cluster.api.flat_requests) for r in reqs]}
+    sources: Sources = {"devices.requests": ("spec.gpu.mig.slices", "spec.gpu")}
+    for i, r in enumerate(reqs):
+        sources[f"devices.requests[{i}]"] = r.origin
+        body = f"devices.requests[{i}]" + ("" if cluster.api.flat_requests else ".exactly")
+        sources.update(prefixed(body, r.sources))
     cons = constraints(plan, cluster, reqs)
     if cons:
         devices["constraints"] = cons
+        sources["devices.constraints"] = (("spec.gpu.mig.sameGpu", "spec.gpu.mig") if gpu.mig is not None
+                                          else ("spec.gpu.fabric.partitionSize", "spec.gpu.fabric"))
     config = opaque_config(plan, cluster, [r.name for r in reqs])
     if config:
         devices["config"] = config
-    return {"devices": devices}, [r.name for r in reqs]
+        sources["devices.config"] = ("spec.gpu.sharing", "spec.gpu")
+        sources.update(prefixed("devices.config[0].opaque.parameters", _config_sources(gpu)))
+    return {"devices": devices}, [r.name for r in reqs], sources
+
+
+def _config_sources(gpu: GpuRequest) -> Sources:
+    sources: Sources = {
+        "sharing": ("spec.gpu.sharing", "spec.gpu"),
+        "sharing.timeSlicingConfig": ("spec.gpu.timeSlicing", "spec.gpu.sharing"),
+        "sharing.mpsConfig": ("spec.gpu.mps", "spec.gpu.sharing"),
+        "sharing.mpsConfig.defaultActiveThreadPercentage": ("spec.gpu.mps.activeThreadPercentage", "spec.gpu.mps"),
+        "sharing.mpsConfig.defaultPinnedDeviceMemoryLimit": ("spec.gpu.mps.pinnedMemoryLimit", "spec.gpu.mps"),
+        "fabricTopologyConfig": ("spec.gpu.fabric",),
+    }
+    for key in fabric_topology_config(gpu) if gpu.fabric is not None else {}:
+        field = "partitionIDs" if key == "partitionIds" else key
+        sources[f"fabricTopologyConfig.{key}"] = (f"spec.gpu.fabric.{field}", "spec.gpu.fabric")
+    return sources
 
 
 def lower_claims(cluster: ResolvedCluster, plans: list[WorkloadPlan]) -> tuple[list[KubeObject], dict[str, ClaimRef]]:
@@ -138,21 +197,21 @@ def lower_claims(cluster: ResolvedCluster, plans: list[WorkloadPlan]) -> tuple[l
     for plan in plans:
         key = f"{plan.namespace}/{plan.name}"
         if plan.share_group is None:
-            spec, names = claim_spec(plan, cluster)
+            spec, names, sources = claim_spec_with_sources(plan, cluster)
             name = hashed_name(f"{plan.name}-gpu", spec)
             objects.append(make_object(
                 cluster.api.api_version, "ResourceClaimTemplate", name, namespace=plan.namespace,
                 wave=Wave.CLAIMS, component=f"workload/{key}", origin=plan.intent.source,
                 labels={WORKLOAD: plan.name},
                 body={"spec": {"metadata": {"labels": {WORKLOAD: plan.name}}, "spec": spec}},
-                identity=f"{plan.name}-gpu"))
+                identity=f"{plan.name}-gpu", sources={"": ("spec.gpu",), **prefixed("spec.spec", sources)}))
             refs[key] = ClaimRef("ResourceClaimTemplate", name, plan.namespace, tuple(names))
         else:
             groups.setdefault((plan.namespace, plan.share_group), []).append(plan)
     for (namespace, group), members in sorted(groups.items()):
         # Members agree on every gpu setting (a validation rule); sizing agrees because it sums them.
         lead = max(members, key=lambda p: ((p.gpus or 0), p.min_memory_gib or 0, p.name))
-        spec, names = claim_spec(lead, cluster)
+        spec, names, sources = claim_spec_with_sources(lead, cluster)
         name = hashed_name(group, spec)
         member_names = sorted(p.name for p in members)
         objects.append(make_object(
@@ -161,7 +220,7 @@ def lower_claims(cluster: ResolvedCluster, plans: list[WorkloadPlan]) -> tuple[l
             origin=min(members, key=lambda p: p.name).intent.source,
             labels={"gpuc.dev/share-group": group},
             annotations={"gpuc.dev/share-group-members": ",".join(member_names)},
-            body={"spec": spec}, identity=group))
+            body={"spec": spec}, identity=group, sources={"": ("spec.gpu.shareGroup", "spec.gpu"), **prefixed("spec", sources)}))
         for p in members:
             refs[f"{p.namespace}/{p.name}"] = ClaimRef("ResourceClaim", name, namespace, tuple(names))
     return objects, refs

@@ -46,6 +46,10 @@ class KubeObject:
     replacements: tuple[Replacement, ...] = ()
     patch: bool = False  # a partial object applied with server-side apply onto an existing one
     identity: str = ""  # the name without its content hash: what stays the same when the spec changes
+    # Which intent field produced which part of the manifest, recorded as it is built: object path (a
+    # prefix) -> intent field paths in `origin`, the first one the user wrote wins. Findings about the
+    # object point at that line (check.report).
+    sources: dict[tuple, tuple[tuple, ...]] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         self.identity = self.identity or self.name

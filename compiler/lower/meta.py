@@ -6,6 +6,7 @@ import hashlib
 import json
 from typing import Any
 
+from ..diagnostics import parse_path
 from ..facts.platform import replacement_rules
 from ..load.yaml_source import SourceDoc
 from .graph import KubeObject, Replacement, Wave
@@ -25,6 +26,16 @@ KEEP_NAMESPACE = "Prune=false"
 # fields gpuc means to own: take them over on conflict instead of failing. Argo CD's server-side
 # apply sync forces its field ownership; Pulumi's Patch resources need this annotation to do the same.
 PATCH_FORCE = {"pulumi.com/patchForce": "true"}
+
+
+# Object path (dotted, "" for the whole object) -> the intent fields that produced it, most precise
+# first (KubeObject.sources).
+Sources = dict[str, tuple[str, ...]]
+
+
+def prefixed(prefix: str, sources: Sources) -> Sources:
+    """`sources` of a part placed at `prefix` inside an object."""
+    return {(f"{prefix}.{k}" if k else prefix): v for k, v in sources.items()}
 
 
 def content_hash(value: Any, length: int = 8) -> str:
@@ -54,6 +65,7 @@ def make_object(
     patch: bool = False,
     managed: bool = True,
     identity: str = "",
+    sources: Sources | None = None,
 ) -> KubeObject:
     metadata: dict[str, Any] = {"name": name}
     if namespace is not None:
@@ -66,7 +78,8 @@ def make_object(
     all_annotations = {SOURCE: origin.ref, SYNC_WAVE: str(int(wave)), **(annotations or {})}
     metadata["annotations"] = dict(sorted(all_annotations.items()))
     manifest = {"apiVersion": api_version, "kind": kind, "metadata": metadata, **(body or {})}
-    return KubeObject(manifest, wave, component, origin, replacements_of(kind), patch, identity)
+    recorded = {parse_path(k): tuple(parse_path(c) for c in v) for k, v in (sources or {}).items()}
+    return KubeObject(manifest, wave, component, origin, replacements_of(kind), patch, identity, recorded)
 
 
 def replacements_of(kind: str) -> tuple[Replacement, ...]:

@@ -102,17 +102,20 @@ def lower_node_config(cluster: ResolvedCluster) -> tuple[list[HelmRelease], list
         objects.append(make_object(
             "nvidia.com/v1", "ClusterPolicy", facts["clusterPolicyName"], wave=Wave.NODE_CONFIG,
             component="node-config", origin=ref, annotations={SYNC_OPTIONS: f"{SSA_PATCH},{MISSING_CRD_OK}", **PATCH_FORCE},
-            body={"spec": settings}, patch=True, managed=False))
+            body={"spec": settings}, patch=True, managed=False,
+            sources={"": ("spec.gpuOperator",), "spec.mig": ("spec.nodePools",), "spec.migManager": ("spec.nodePools",)}))
     if _mig_pools(cluster):
         text = yaml.safe_dump(mig_parted_config(cluster), sort_keys=False, default_flow_style=False)
         objects.append(make_object(
             "v1", "ConfigMap", facts["migConfigMapName"], namespace=op.namespace, wave=Wave.NODE_CONFIG,
-            component="node-config", origin=ref, body={"data": {facts["migConfigMapKey"]: text}}))
+            component="node-config", origin=ref, body={"data": {facts["migConfigMapKey"]: text}},
+            sources={"": ("spec.nodePools",)}))
     labels = pool_labels(cluster)
     for pool in cluster.pools:
         for node in pool.spec.node_names or []:
             if labels[pool.name]:
                 objects.append(make_object(
                     "v1", "Node", node, wave=Wave.NODE_CONFIG, component="node-config", origin=ref,
-                    labels=labels[pool.name], annotations={SYNC_OPTIONS: SSA_PATCH, **PATCH_FORCE}, patch=True, managed=False))
+                    labels=labels[pool.name], annotations={SYNC_OPTIONS: SSA_PATCH, **PATCH_FORCE}, patch=True, managed=False,
+                    sources={"": (f"spec.nodePools[{pool.index}].nodeNames", f"spec.nodePools[{pool.index}]")}))
     return releases, objects, labels

@@ -46,22 +46,28 @@ def profile_in(profiles: list[str]) -> str:
 
 def require_selectors(require: Require | None) -> list[str]:
     """One selector per requirement, in a fixed order, so a change shows as one line in a diff."""
+    return [expr for expr, _ in require_selector_fields(require)]
+
+
+def require_selector_fields(require: Require | None) -> list[tuple[str, str]]:
+    """require_selectors with the `require` field (dotted, under require) each selector comes from."""
     if require is None:
         return []
     out = []
     if require.architecture:
         archs = require.architecture
-        out.append(f"{attribute('architecture')} == {literal(archs[0])}" if len(archs) == 1
-                   else f"{attribute('architecture')} in [{', '.join(literal(a) for a in archs)}]")
+        out.append((f"{attribute('architecture')} == {literal(archs[0])}" if len(archs) == 1
+                    else f"{attribute('architecture')} in [{', '.join(literal(a) for a in archs)}]", "architecture"))
     if require.product_name:
-        out.append(f"{attribute('productName')} == {literal(require.product_name)}")
+        out.append((f"{attribute('productName')} == {literal(require.product_name)}", "productName"))
     if require.min_memory is not None:
-        out.append(min_memory(require.min_memory.text))
+        out.append((min_memory(require.min_memory.text), "minMemory"))
     if require.min_compute_capability:
-        out.append(f"{attribute('cudaComputeCapability')}.compareTo(semver({literal(require.min_compute_capability)})) >= 0")
+        out.append((f"{attribute('cudaComputeCapability')}.compareTo(semver({literal(require.min_compute_capability)})) >= 0",
+                    "minComputeCapability"))
     if require.min_driver_version:
-        out.append(f"{attribute('driverVersion')}.compareTo(semver({literal(require.min_driver_version)})) >= 0")
-    out.extend(require.cel)
+        out.append((f"{attribute('driverVersion')}.compareTo(semver({literal(require.min_driver_version)})) >= 0", "minDriverVersion"))
+    out.extend((expr, f"cel[{i}]") for i, expr in enumerate(require.cel))
     return out
 
 

@@ -27,7 +27,8 @@ def lower_device_class(cluster: ResolvedCluster, cls: Intent[GpuDeviceClass]) ->
         expressions.append(sel.profile_in(sorted({s.profile for s in spec.mig.slices})))
     expressions.extend(sel.require_selectors(spec.require))
     return make_object(cluster.api.api_version, "DeviceClass", cls.model.metadata.name, wave=Wave.DEVICE_CLASSES,
-                       component="device-classes", origin=cls.source, body={"spec": {"selectors": sel.selector_list(expressions)}})
+                       component="device-classes", origin=cls.source, body={"spec": {"selectors": sel.selector_list(expressions)}},
+                       sources={"": ("spec", "metadata.name"), "spec.selectors": ("spec.require", "spec.mig")})
 
 
 def compute_domain(cluster: ResolvedCluster, plan: WorkloadPlan) -> tuple[KubeObject, str]:
@@ -40,7 +41,8 @@ def compute_domain(cluster: ResolvedCluster, plan: WorkloadPlan) -> tuple[KubeOb
     obj = make_object(config_api_version(), "ComputeDomain", name, namespace=plan.namespace, wave=Wave.CLAIMS,
                       component=f"workload/{plan.namespace}/{plan.name}", origin=plan.intent.source,
                       labels={WORKLOAD: plan.name}, annotations={SYNC_OPTIONS: MISSING_CRD_OK}, body={"spec": spec},
-                      identity=plan.name)
+                      identity=plan.name, sources={"": ("spec.gpu.multiNode", "spec.gpu"),
+                                                   "spec.numNodes": ("spec.gpu.multiNode.nodes", "spec.gpu.multiNode")})
     return obj, channel
 
 
@@ -65,9 +67,19 @@ def nim_objects(plan: WorkloadPlan, claim: ClaimRef, compute_domain_name: str | 
     ngc["model"] = model_sel
     pvc = {"create": True, "size": w.spec.cache.size.text, "storageClass": w.spec.cache.storage_class,
            "volumeAccessMode": w.spec.cache.access_mode}
+    cache_sources = {
+        "": ("spec.model",), "spec.storage": ("spec.cache", "spec.model"),
+        "spec.source.ngc.modelPuller": ("spec.model.image",),
+        "spec.source.ngc.authSecret": ("spec.secrets.ngcApiKey", "spec.secrets"),
+        "spec.source.ngc.pullSecret": ("spec.secrets.imagePull", "spec.secrets"),
+        "spec.source.ngc.model.tensorParallelism": _count_sources(plan),
+        **{f"spec.source.ngc.model.{k}": (f"spec.model.{k}", "spec.model") for k in ("precision", "engine")},
+        **{f"spec.storage.pvc.{k}": (f"spec.cache.{field}", "spec.cache")
+           for k, field in (("size", "size"), ("storageClass", "storageClass"), ("volumeAccessMode", "accessMode"))},
+    }
     cache = make_object(api, "NIMCache", plan.name, namespace=plan.namespace, wave=Wave.NIM_CACHE, component=component,
                         origin=plan.intent.source, labels=labels, annotations={SYNC_OPTIONS: MISSING_CRD_OK},
-                        body={"spec": {"source": {"ngc": ngc}, "storage": {"pvc": pvc}}})
+                        body={"spec": {"source": {"ngc": ngc}, "storage": {"pvc": pvc}}}, sources=cache_sources)
 
     repository, tag = _image(model.image)
     image: dict[str, Any] = {"repository": repository, "tag": tag, "pullPolicy": "IfNotPresent"}
@@ -93,10 +105,29 @@ def nim_objects(plan: WorkloadPlan, claim: ClaimRef, compute_domain_name: str | 
                           component=component, origin=plan.intent.source, labels=labels,
                           annotations={IMMUTABLE_FIELDS: ",".join(r.path for r in replacements_of("NIMService")),
                                        SYNC_OPTIONS: MISSING_CRD_OK},
-                          body={"spec": spec})
+                          body={"spec": spec}, sources=SERVICE_SOURCES)
     return [cache, service]
 
 
 def namespace_object(cluster: ResolvedCluster, namespace: str, origin: SourceDoc) -> KubeObject:
     return make_object("v1", "Namespace", namespace, wave=Wave.NODE_CONFIG, component="namespaces", origin=origin,
-                       annotations={SYNC_OPTIONS: KEEP_NAMESPACE})
+                       annotations={SYNC_OPTIONS: KEEP_NAMESPACE}, sources={"": ("metadata.namespace",)})
+
+
+SERVICE_SOURCES = {
+    "": ("spec.model",), "spec.image": ("spec.model.image",),
+    "spec.image.pullSecrets": ("spec.secrets.imagePull", "spec.secrets"),
+    "spec.authSecret": ("spec.secrets.ngcApiKey", "spec.secrets"),
+    "spec.replicas": ("spec.replicas", "spec.model"),
+    "spec.draResources": ("spec.gpu", "spec.model"),
+    "spec.expose": ("spec.expose", "spec.model"),
+    "spec.expose.service.port": ("spec.expose.port", "spec.expose"),
+    "spec.expose.service.type": ("spec.expose.type", "spec.expose"),
+    "spec.multiNode": ("spec.gpu.multiNode", "spec.gpu"),
+    "spec.storage": ("spec.cache", "spec.model"),
+}
+
+
+def _count_sources(plan: WorkloadPlan) -> tuple[str, ...]:
+    """Where the GPUs per replica (tensor parallelism) come from: the intent's count, or sizing."""
+    return ("spec.gpu.count",) if isinstance(plan.workload.spec.gpu.count, int) else ("spec.model.parameters", "spec.model")
