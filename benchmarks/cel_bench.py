@@ -15,9 +15,8 @@ import time
 
 from compiler.cel import CelEvaluationError, compile_selector
 from compiler.pipeline import compile_fleet
-from compiler.place.allocator.pods import cluster_pods, device_classes
 from compiler.place import dra_values, synthesize_for
-
+from compiler.place.allocator.pods import cluster_pods, device_classes
 
 SELECTORS = ["device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'",
              "device.attributes['gpu.nvidia.com'].architecture == 'Hopper'",

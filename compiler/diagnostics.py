@@ -6,11 +6,11 @@ must be able to jump to the mistake without reading gpuc's source.
 
 from __future__ import annotations
 
-import re
-
 import difflib
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Literal, Sequence
+from typing import Literal
 
 Severity = Literal["error", "warning"]
 Path = tuple[str | int, ...]

@@ -31,8 +31,8 @@ from .place import Inventory, Progress, exported_inventory, place_cluster, synth
 from .plan import plan_cluster
 from .runner import LoadedFleet, build_workers, load, mapped, without_cyclic_gc
 from .validate.documents import CheckedDocument, Fleet, build_fleet
-from .validate.resolved import ResolvedCluster
 from .validate.resolution import resolve_clusters
+from .validate.resolved import ResolvedCluster
 from .validate.rules import check_intents
 
 # Called in the process that built a cluster that passed every check, with its rendered files and
@@ -179,11 +179,11 @@ def compile_fleet(source: str | os.PathLike[str] | LoadedFleet, options: Compile
         return CompiledFleet(fleet, outcomes, warnings)
 
 
-def diff_fleet(fleet: Path, base_ref: str, only: str | None = None, checks: CheckOptions = CheckOptions()) -> FleetDiff:
+def diff_fleet(fleet: Path, base_ref: str, only: str | None = None, checks: CheckOptions | None = None) -> FleetDiff:
     """Compile the fleet at `base_ref` (read from git) and as it is now, place and check both sides, and
     compare them. Bad input now is an error (exit 2); a base that does not compile is reported, so that a
     pull request fixing a broken base branch can still be reviewed."""
-    options = CompileOptions(only=only, checks=checks, detail=True, missing_ok=True)
+    options = CompileOptions(only=only, checks=checks or CheckOptions(), detail=True, missing_ok=True)
     head = compile_fleet(fleet, options)
     base, problems = _compile_base(fleet, base_ref, options)
     if only is not None and not problems and only not in head.fleet.clusters and (base is None or only not in base.fleet.clusters):

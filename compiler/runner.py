@@ -208,6 +208,6 @@ def mapped(fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[I
     _TASK = _Task(fn)
     try:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
-            yield pool.imap(_run_task, items, chunksize=1)  # type: ignore[misc]
+            yield pool.imap(_run_task, items, chunksize=1)  # type: ignore[arg-type]
     finally:
         _TASK = None

@@ -5,8 +5,7 @@ through unchanged, so a stack applies exactly what `gpuc render` writes for the 
 """
 
 from .cluster import GpuCluster
-from .components import (DeviceClasses, DraDriver, GpuNodeConfig, GpuShareGroup, GpuWorkload, NimOperator,
-                         WorkloadNamespaces)
+from .components import DeviceClasses, DraDriver, GpuNodeConfig, GpuShareGroup, GpuWorkload, NimOperator, WorkloadNamespaces
 
 __all__ = ["GpuCluster", "DraDriver", "GpuNodeConfig", "NimOperator", "WorkloadNamespaces", "DeviceClasses",
            "GpuWorkload", "GpuShareGroup"]

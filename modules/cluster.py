@@ -7,8 +7,9 @@ the wave dependencies and replacement options the compiled graph declares. Argo 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Union
+from typing import Any
 
 import pulumi
 
@@ -19,7 +20,7 @@ from .helm import release_factory
 from .kinds import object_factory
 from .ordering import WaveBarrier, replacement_options
 
-Item = Union[HelmRelease, KubeObject]
+Item = HelmRelease | KubeObject
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class GpuCluster(CompiledComponent):
     for programs that add their own resources on top (`depends_on=[cluster.resources[...]]`).
     """
 
-    def __init__(self, compiled: CompiledCluster, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+    def __init__(self, compiled: CompiledCluster, opts: pulumi.ResourceOptions | None = None) -> None:
         planned = _plan(compiled)
         super().__init__(compiled.name, opts)
         self.components: dict[tuple[type[CompiledComponent], str], CompiledComponent] = {}

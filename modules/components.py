@@ -8,7 +8,7 @@ waits for every claim of the cluster, as in an Argo CD sync wave).
 
 from __future__ import annotations
 
-from typing import ClassVar, Optional
+from typing import ClassVar
 
 import pulumi
 
@@ -23,7 +23,7 @@ class CompiledComponent(pulumi.ComponentResource):
         super().__init_subclass__(**kwargs)
         cls.TYPE = f"gpuc:index:{cls.__name__}"
 
-    def __init__(self, name: str, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+    def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(self.TYPE, name, None, opts)
 
 

@@ -8,7 +8,8 @@ the name is part of the chart's object names.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s

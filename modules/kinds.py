@@ -14,8 +14,9 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
+from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, Callable
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s

@@ -11,7 +11,8 @@ API server refuses to change in place; nothing here decides which fields those a
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pulumi
 

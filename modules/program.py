@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn, Optional
+from typing import NoReturn
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -33,14 +33,14 @@ CONFIG_NAMESPACE = "gpuc"
 class StackSettings:
     stack: str
     fleet: Path
-    kubeconfig: Optional[pulumi.Output[str]]  # a path or the file's content, kept secret in state
-    context: Optional[str]
+    kubeconfig: pulumi.Output[str] | None  # a path or the file's content, kept secret in state
+    context: str | None
     allow_infeasible: bool = False  # render --allow-infeasible: pods that cannot be placed are warnings
     allow_replace: bool = False  # render --allow-replace: accept replacing a NIMService (judged against `previous`)
-    previous: Optional[Path] = None  # a rendered tree (DIR/<cluster>/ inside) that updates are judged against
+    previous: Path | None = None  # a rendered tree (DIR/<cluster>/ inside) that updates are judged against
 
     @classmethod
-    def from_config(cls, project_root: Path) -> "StackSettings":
+    def from_config(cls, project_root: Path) -> StackSettings:
         """`gpuc:fleet` and `gpuc:previous` are relative to the project root (where Pulumi.yaml is)."""
         config = pulumi.Config(CONFIG_NAMESPACE)
         previous = config.get("previous")

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from functools import lru_cache
+from collections.abc import Callable
+from functools import cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from conftest import EXAMPLES, REFERENCE
 
@@ -24,7 +25,7 @@ def crd_args(driver: str = "v25.12.0") -> list[str]:
     return [a for d in reference_crds(driver) for a in ("--crds", str(d))]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _examples():
     from compiler.pipeline import compile_fleet
 

@@ -16,7 +16,7 @@ import logging
 import runpy
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import pulumi
 import yaml
@@ -49,10 +49,10 @@ class Registered:
 class EchoMocks(Mocks):
     """Every resource is created with its inputs as its state."""
 
-    def new_resource(self, args: MockResourceArgs) -> tuple[Optional[str], dict]:
+    def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict]:
         return f"{args.name}-id", dict(args.inputs)
 
-    def call(self, args: MockCallArgs) -> tuple[dict, Optional[list[tuple[str, str]]]]:
+    def call(self, args: MockCallArgs) -> tuple[dict, list[tuple[str, str]] | None]:
         return {}, None
 
 
@@ -63,7 +63,7 @@ class RecordingMonitor(MockMonitor):
         super().__init__(mocks)
         self.registered: dict[str, Registered] = {}
 
-    def RegisterResource(self, request):  # noqa: N802 (the gRPC method name)
+    def RegisterResource(self, request):
         response = super().RegisterResource(request)
         if request.type != "pulumi:pulumi:Stack":
             urn = response.urn
@@ -115,7 +115,7 @@ def stack_config(stack: str) -> dict[str, str]:
 
 
 def run_stack(stack: str, config: dict[str, str], program: Path = PROGRAM,
-              partial: Optional[list[Registered]] = None) -> StackRun:
+              partial: list[Registered] | None = None) -> StackRun:
     """Run `program` as stack `stack` with `config`; raises whatever the program raises, after putting
     what it registered until then into `partial` (when given)."""
     pulumi.runtime.reset_options()  # a fresh root Stack: the runtime keeps globals between runs

@@ -5,20 +5,25 @@ from __future__ import annotations
 import random
 
 import pytest
-from conftest import cluster_doc, compile_single, workload_doc
 
 from compiler.cel import Quantity
 from compiler.load.yaml_source import SourceDoc
+from compiler.place import place_cluster, synthesize_for
 from compiler.place.allocator import (
-    DeviceClass, Pod, PodClaim, parse_claim_spec, placement_order,
+    DeviceClass,
+    Pod,
+    PodClaim,
+    parse_claim_spec,
+    placement_order,
 )
 from compiler.place.allocator.candidates import DeviceIndex
 from compiler.place.allocator.planner import Planner
 from compiler.place.allocator.search import allocate_on_node
 from compiler.place.allocator.state import AllocationState, ClaimResult, DeviceResult
-from compiler.place import place_cluster, synthesize_for
 from compiler.place.inventory import Device, NodeInfo, ResourceSlice, build_inventory
 from compiler.place.inventory.codec import counter_use
+
+from conftest import cluster_doc, compile_single, workload_doc
 
 GPU = "gpu.nvidia.com"
 CLASSES = {
@@ -149,7 +154,7 @@ def test_shared_claim_pins_every_consumer_to_its_node():
 
 
 def test_shared_counters_limit_partitionable_devices():
-    use = lambda n: (counter_use("gpu-0-counters", {"slices": Quantity(n)}),)  # noqa: E731
+    use = lambda n: (counter_use("gpu-0-counters", {"slices": Quantity(n)}),)
     inv = inventory({"n1": [dev("gpu-0", consumes=use(2)), dev("mig-0", "mig", consumes=use(1), profile="1g"),
                             dev("mig-1", "mig", consumes=use(1), profile="1g")]},
                     counters={"n1": {"gpu-0-counters": {"slices": 2}}})
@@ -182,7 +187,7 @@ def test_counter_sets_resolve_across_the_pool_as_1_35_publishes_them():
 
 
 def test_admin_access_does_not_bypass_shared_counters():
-    use = lambda n: (counter_use("gpu-0-counters", {"slices": Quantity(n)}),)  # noqa: E731
+    use = lambda n: (counter_use("gpu-0-counters", {"slices": Quantity(n)}),)
     inv = inventory({"n1": [dev("gpu-0", consumes=use(2)), dev("mig-0", "mig", consumes=use(1), profile="1g")]},
                     counters={"n1": {"gpu-0-counters": {"slices": 2}}})
     planner = Planner(inv, CLASSES)
@@ -369,6 +374,7 @@ def test_the_render_gate_places_every_pod_where_the_full_plan_does(fleet):
     """render and validate plan without recording devices (detail=False): the same pods must land on the
     same nodes, and the unplaceable ones get the same reasons."""
     from compiler.pipeline import compile_fleet
+
     from conftest import EXAMPLES
 
     big = workload_doc("big", replicas=40, gpu={"count": 8})

@@ -15,16 +15,17 @@ from compiler.emit.capacity_html import capacity_html
 from compiler.emit.plan_report import plan_markdown
 from compiler.pipeline import CompileOptions, compile_fleet
 
+from conftest import EXAMPLES, cluster_doc, gpuc, workload_doc
+
 
 def plan_compilation(path):
     """Every cluster's placement, with devices recorded (as `gpuc plan` does)."""
     return [c.placement for c in compile_fleet(path, CompileOptions(detail=True)).clusters.values() if c.placement]
-from conftest import EXAMPLES, cluster_doc, gpuc, workload_doc
 
 
 @pytest.fixture(scope="module")
 def plans():
-    return plan_compilation((EXAMPLES))
+    return plan_compilation(EXAMPLES)
 
 
 def _titles(page: str) -> list[str]:
@@ -59,7 +60,7 @@ def test_report_shows_pools_workloads_free_capacity_and_unplaced(plans, fleet):
     assert "allocated by the device plugin: not planned by gpuc" in page  # staging's l40s-legacy pool
     crowded = fleet(clusters=[cluster_doc(pools=[{"name": "h100", "nodes": 1, "gpu": {"model": "H100-80GB", "count": 8}}])],
                     workloads={"w.yaml": [workload_doc("big", replicas=3, gpu={"count": 4})]})
-    page = capacity_html(plan_compilation((crowded)), "report")
+    page = capacity_html(plan_compilation(crowded), "report")
     assert "Cannot be placed (1)" in page and "big-2" in page
 
 
@@ -96,7 +97,7 @@ def test_user_text_is_escaped(fleet):
     hostile = "device.attributes['gpu.nvidia.com'].productName == '</title><script>alert(1)</script>'"
     workloads = {"w.yaml": [workload_doc("w", gpu={"count": 1, "require": {"cel": [hostile]}})]}
     path = fleet(workloads=workloads)
-    plans = plan_compilation((path))
+    plans = plan_compilation(path)
     page = capacity_html(plans, "<b>report</b>")
     assert "<script>" not in page and "&lt;/title&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "<b>report</b>" not in page
@@ -106,7 +107,7 @@ def test_a_5000_node_pool_folds_into_a_few_rows(fleet, tmp_path):
     pools = [{"name": "big", "nodes": 5000, "gpu": {"model": "H100-80GB", "count": 8}}]
     workloads = {"w.yaml": [workload_doc("train", replicas=3000, gpu={"count": 8}),
                             workload_doc("serve", replicas=4000, gpu={"count": 2})]}
-    plans = plan_compilation((fleet(clusters=[cluster_doc(pools=pools)], workloads=workloads)))
+    plans = plan_compilation(fleet(clusters=[cluster_doc(pools=pools)], workloads=workloads))
     pool = cluster_map(plans[0]).pools[0]
     assert pool.nodes == 5000 and len(pool.rows) <= 5
     page = capacity_html(plans, "report")
@@ -152,13 +153,14 @@ def test_report_renders_in_headless_chromium(tmp_path, plans):
 
 def test_past_the_detail_limit_rows_fold_by_shape(fleet, monkeypatch):
     """Thousands of small workloads give thousands of distinct rows: past DETAIL_ROWS they fold by shape."""
-    from compiler.emit import capacity, capacity_html as html
+    from compiler.emit import capacity
+    from compiler.emit import capacity_html as html
 
     monkeypatch.setattr(capacity, "DETAIL_ROWS", 3)
     monkeypatch.setattr(html, "LEGEND_MAX", 2)
     pools = [{"name": "p", "nodes": 10, "gpu": {"model": "H100-80GB", "count": 8}}]
     workloads = {"w.yaml": [workload_doc(f"w{i}", replicas=8, gpu={"count": 1}) for i in range(10)]}
-    plans = plan_compilation((fleet(clusters=[cluster_doc(pools=pools)], workloads=workloads)))
+    plans = plan_compilation(fleet(clusters=[cluster_doc(pools=pools)], workloads=workloads))
     pool = cluster_map(plans[0]).pools[0]
     detailed = [r for r in pool.rows if not r.by_shape]
     folded = [r for r in pool.rows if r.by_shape]

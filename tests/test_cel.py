@@ -8,7 +8,16 @@ from dataclasses import dataclass, field
 import pytest
 
 from compiler.cel import (
-    CelCompileError, CelEvaluationError, Published, Quantity, Ref, Semver, analyse, check_expression, compile_selector, parse,
+    CelCompileError,
+    CelEvaluationError,
+    Published,
+    Quantity,
+    Ref,
+    Semver,
+    analyse,
+    check_expression,
+    compile_selector,
+    parse,
 )
 
 GPU = "gpu.nvidia.com"
@@ -258,7 +267,7 @@ def test_cache_matches_uncached_evaluation_on_a_randomized_inventory():
         order = list(range(len(devices)))
         rng.shuffle(order)  # the memo must not depend on which device filled an entry first
         for i in order:
-            def outcome(fn):
+            def outcome(fn, i=i):
                 try:
                     return fn(devices[i])
                 except CelEvaluationError as exc:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from check_support import (DRA_CRDS, GPU_OPERATOR_CRDS, NIM_CRDS, claim_devices, errors_after, example_cluster, find,
-                           previous_of, run_checks)
+from check_support import DRA_CRDS, GPU_OPERATOR_CRDS, NIM_CRDS, claim_devices, errors_after, example_cluster, find, previous_of, run_checks
 from conftest import cluster_doc, compile_single, workload_doc
 
 

@@ -6,6 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import compiler.check.cel_rules  # noqa: F401  (cel-python raises the recursion limit on import; do it before hypothesis runs)
+
 from check_support import damage, damageable, example_cluster, json_values, manifest_paths, run_checks
 
 # What make_object always sets and the object graph itself indexes (KubeObject.name, .namespace, .kind).

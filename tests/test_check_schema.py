@@ -118,8 +118,9 @@ def test_malformed_schemas_are_refused():
 
 
 def test_schemas_are_loaded_and_compiled_once_per_version_and_kind():
-    from check_support import example_cluster, run_checks
     from compiler.check import builtin
+
+    from check_support import example_cluster, run_checks
 
     run_checks(example_cluster("prod-east"))
     loads = builtin.builtin_kinds.cache_info().misses

@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from check_support import damage, damageable, json_values, manifest_paths
-from conftest import EXAMPLES, cluster_doc, compile_single, workload_doc
 
 from compiler.check.selectors import check_selectors
 from compiler.pipeline import compile_fleet
 from compiler.place import place_cluster, synthesize_for
+
+from check_support import damage, damageable, json_values, manifest_paths
+from conftest import EXAMPLES, cluster_doc, compile_single, workload_doc
 
 CEL_FILE = "workloads/w.yaml"
 W = "w.yaml"

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from compiler.load.yaml_source import MAX_FILE_BYTES
+
 from conftest import REPO, gpuc
 
 CORPUS = REPO / "tests" / "corpus"
@@ -97,5 +98,5 @@ def test_credentials_never_reach_the_messages(tmp_path):
     result = gpuc("render", fleet, "-o", out)
     assert result.code == 2 and "looks like an NGC API key" in result.err
     assert key not in result.err + result.out, "a credential was echoed into the output"
-    squash = lambda text: "".join(c for c in text.lower() if c.isalnum())  # noqa: E731
+    squash = lambda text: "".join(c for c in text.lower() if c.isalnum())
     assert squash(key)[5:25] not in squash(result.err + result.out), "a credential was echoed, changed, as a name suggestion"

@@ -10,6 +10,7 @@ import yaml
 from compiler.facts import catalog
 from compiler.facts.driver import builtin_device_classes, chart_keys, driver_lines, parse_driver_version
 from compiler.facts.mig import fit_mix, fit_on_model
+
 from conftest import REFERENCE
 
 CHART_DIRS = {"25.3": "v25.3.2", "25.8": "v25.8.1", "25.12": "v25.12.0", "0.4": "v0.4.1", "0.5": "main-0.5.0-dev"}

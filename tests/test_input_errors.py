@@ -9,6 +9,7 @@ import yaml
 
 from compiler.diagnostics import InputError
 from compiler.load.yaml_source import MAX_FILE_BYTES, parse_documents
+
 from conftest import NIM_SECRETS, cluster_doc, gpuc, nim_model, workload_doc
 
 

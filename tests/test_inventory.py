@@ -6,13 +6,14 @@ import re
 
 import kubernetes_validate
 import pytest
-from conftest import REFERENCE, cluster_doc, compile_single, workload_doc
 
+from compiler.facts import load_table
 from compiler.facts.driver import builtin_classes, driver_lines
 from compiler.place import synthesize_for
 from compiler.place.inventory.codec import inventory_list
 from compiler.place.inventory.synth import _VALUES, partition_ids
-from compiler.facts import load_table
+
+from conftest import REFERENCE, cluster_doc, compile_single, workload_doc
 
 GPU = "gpu.nvidia.com"
 
@@ -233,6 +234,7 @@ def test_attributes_copied_across_a_pools_nodes_equal_computing_them_per_node(mo
     would be copied wrongly: compare against computing every attribute on every node."""
     from compiler.pipeline import compile_fleet
     from compiler.place.inventory import synth
+
     from conftest import EXAMPLES
 
     compiled = list(compile_fleet(EXAMPLES).compiled.values())
@@ -249,6 +251,7 @@ def test_attributes_copied_across_a_pools_nodes_equal_computing_them_per_node(mo
 
 def _example_inventories():
     from compiler.pipeline import compile_fleet
+
     from conftest import EXAMPLES
 
     return [synthesize_for(c) for c in compile_fleet(EXAMPLES).compiled.values()]

@@ -7,12 +7,13 @@ import os
 
 import pytest
 
+import compiler.load.fleet as fleet
 import compiler.runner as parallel
 import compiler.validate.documents as documents
-from compiler.runner import parallel_reader, warm_caches
-import compiler.load.fleet as fleet
 from compiler.load.fleet import load_fleet, read_documents
 from compiler.load.yaml_source import SourceDoc
+from compiler.runner import parallel_reader, warm_caches
+
 from conftest import EXAMPLES, GOLDEN, gpuc
 from test_render import read_tree
 

@@ -9,7 +9,7 @@ import json
 import pulumi
 import pytest
 
-from conftest import REPO, cluster_doc, gpuc, nim_model, NIM_SECRETS, workload_doc
+from conftest import NIM_SECRETS, REPO, cluster_doc, gpuc, nim_model, workload_doc
 from pulumi_harness import Registered, run_stack
 
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+
 import kubernetes_validate
 import yaml
-from conftest import EXAMPLES, SLICES_FIXTURE as FIXTURE, SLICES_FIXTURE_POOLS, cluster_doc, gpuc, workload_doc
+
+from conftest import EXAMPLES, SLICES_FIXTURE_POOLS, cluster_doc, gpuc, workload_doc
+from conftest import SLICES_FIXTURE as FIXTURE
 
 
 def real_cluster(fleet, workloads=None):

@@ -13,12 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from compiler.diagnostics import InputError
 from compiler.emit.tree import cluster_files
 from compiler.facts.catalog import gpu_models
 from compiler.pipeline import compile_fleet
+
 from conftest import EXAMPLES, REPO, write_fleet
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

@@ -13,9 +13,19 @@ from pathlib import Path
 import pytest
 
 import modules.cluster
+
 from conftest import EXAMPLES, gpuc
-from pulumi_harness import (differences, registered_objects, registered_releases, rendered_objects, rendered_releases,
-                            replacement_violations, run_stack, stack_config, wave_violations)
+from pulumi_harness import (
+    differences,
+    registered_objects,
+    registered_releases,
+    rendered_objects,
+    rendered_releases,
+    replacement_violations,
+    run_stack,
+    stack_config,
+    wave_violations,
+)
 
 CLUSTER = "prod-east"
 

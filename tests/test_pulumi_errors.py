@@ -8,12 +8,13 @@ import pulumi
 import pytest
 
 import modules.cluster
-from compiler.lower.graph import KubeObject, Replacement, Wave
 from compiler.load.yaml_source import SourceDoc
-from conftest import REPO, cluster_doc, workload_doc
+from compiler.lower.graph import KubeObject, Replacement, Wave
 from modules.components import GpuWorkload, UnknownComponent, component_for
 from modules.kinds import UnsupportedObject, object_factory
 from modules.ordering import WaveBarrier, replacement_options
+
+from conftest import REPO, cluster_doc, workload_doc
 from pulumi_harness import Registered, run_stack, stack_config
 
 

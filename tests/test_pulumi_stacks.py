@@ -13,9 +13,21 @@ import yaml
 from pulumi.runtime import rpc
 
 from conftest import EXAMPLES, gpuc
-from pulumi_harness import (IMMUTABLE, PROVIDER_TYPE, StackRun, differences, registered_objects, registered_releases,
-                            rendered_objects, rendered_releases, rendered_waves, replacement_violations, run_stack,
-                            stack_config, wave_violations)
+from pulumi_harness import (
+    IMMUTABLE,
+    PROVIDER_TYPE,
+    StackRun,
+    differences,
+    registered_objects,
+    registered_releases,
+    rendered_objects,
+    rendered_releases,
+    rendered_waves,
+    replacement_violations,
+    run_stack,
+    stack_config,
+    wave_violations,
+)
 
 CLUSTERS = sorted(yaml.safe_load(p.read_text())["metadata"]["name"] for p in (EXAMPLES / "clusters").glob("*.yaml"))
 

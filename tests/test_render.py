@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 import compiler.emit.staging as staging
+
 from conftest import EXAMPLES, GOLDEN, REPO, cluster_doc, gpuc, workload_doc
 
 REGENERATE = "gpuc render intents -o tests/golden"
@@ -189,7 +190,7 @@ def test_builds_report_progress_in_cluster_order(tmp_path):
 
     for jobs in (1, 2):  # in-process, and forked workers
         seen: list[tuple[int, int]] = []
-        built = compile_fleet(EXAMPLES, CompileOptions(keep=False, jobs=jobs), built=lambda done, total: seen.append((done, total)))
+        built = compile_fleet(EXAMPLES, CompileOptions(keep=False, jobs=jobs), built=lambda done, total, seen=seen: seen.append((done, total)))
         assert seen == [(1, 3), (2, 3), (3, 3)]
         assert list(built.clusters) == ["lab", "prod-east", "staging"]
 

@@ -9,10 +9,11 @@ import sys
 import pytest
 import yaml
 
+from compiler.diagnostics import InputError
 from compiler.emit.staging import TMP_PREFIX
 from compiler.load.yaml_source import parse_documents
-from compiler.diagnostics import InputError
 from compiler.validate.secrets import credential_kind
+
 from conftest import EXAMPLES, REPO, cluster_doc, gpuc, nim_model, workload_doc
 from pulumi_harness import run_stack, stack_config
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from compiler.plan.sizing import GIB
+
 from conftest import EXAMPLES, NIM_SECRETS, cluster_doc, compile_single, gpuc, nim_model, objects_of, workload_doc
 
 L40S = {"name": "l40s", "nodes": 2, "gpu": {"model": "L40S-48GB", "count": 4}}

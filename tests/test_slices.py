@@ -8,12 +8,14 @@ from pathlib import Path
 import kubernetes_validate
 import pytest
 import yaml
-from conftest import SLICES_FIXTURE as FIXTURE, SLICES_FIXTURE_POOLS, cluster_doc, compile_single
 
 from compiler.cel import Quantity, Semver
 from compiler.diagnostics import InputError
 from compiler.place.inventory import load as loader
 from compiler.place.inventory.load import load_slices
+
+from conftest import SLICES_FIXTURE as FIXTURE
+from conftest import SLICES_FIXTURE_POOLS, cluster_doc, compile_single
 
 GPU = "gpu.nvidia.com"
 

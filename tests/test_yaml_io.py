@@ -4,13 +4,15 @@ with and without libyaml."""
 from __future__ import annotations
 
 import yaml
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_corpus import CASES, parse_case
 
 import compiler.load.yaml_source as yaml_source
 from compiler.emit.yaml_out import dump
 from compiler.pipeline import compile_fleet
+
 from conftest import EXAMPLES
-from test_corpus import CASES, parse_case
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**63 - 1),
                     st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=40))

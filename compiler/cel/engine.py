@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Protocol
 
 import celpy
 from celpy import celtypes
@@ -129,7 +130,7 @@ class Selector:
         if result is None:
             result = self._memo[key] = self._run(device)
         if result.__class__ is _Failure:
-            raise CelEvaluationError(result.message)  # type: ignore[union-attr]
+            raise CelEvaluationError(result.message)
         return result  # type: ignore[return-value]
 
     def forget(self) -> None:

@@ -9,8 +9,9 @@ Errors are returned as `CELEvalError` values, which cel-python propagates with C
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from fractions import Fraction
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from celpy import celtypes
 from celpy.evaluation import CELEvalError

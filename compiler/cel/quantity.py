@@ -11,7 +11,7 @@ import re
 from fractions import Fraction
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 10**3), "": 1,
+_DECIMAL: dict[str, int | Fraction] = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 10**3), "": 1,
             "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
 # apimachinery's accepted grammar: <sign><digits>[.<digits>]<suffix>, suffix binary SI, decimal SI or e<exp>.
 _PATTERN = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$")
@@ -48,7 +48,7 @@ class Quantity:
         self._text: str | None = None
 
     @classmethod
-    def parse(cls, text: str | int) -> "Quantity":
+    def parse(cls, text: str | int) -> Quantity:
         if isinstance(text, bool) or not isinstance(text, (str, int)):
             raise QuantityError(f"expected a quantity string, got {type(text).__name__}")
         raw = str(text).strip()
@@ -64,11 +64,11 @@ class Quantity:
         return cls(number * _DECIMAL[suffix], DECIMAL_SI)
 
     @classmethod
-    def of_bytes(cls, n: int) -> "Quantity":
+    def of_bytes(cls, n: int) -> Quantity:
         return cls(n, BINARY_SI)
 
     @classmethod
-    def written(cls, text: str | int) -> "Quantity":
+    def written(cls, text: str | int) -> Quantity:
         """A quantity a user wrote, which prints as written ("1.5Gi", not "1536Mi") wherever it is emitted."""
         quantity = cls.parse(text)
         quantity._text = str(text).strip()
@@ -84,13 +84,13 @@ class Quantity:
         return str(self)
 
     # ------------------------------------------------------------------ arithmetic, comparison
-    def compare(self, other: "Quantity") -> int:
+    def compare(self, other: Quantity) -> int:
         return (self.value > other.value) - (self.value < other.value)
 
-    def add(self, other: "Quantity | int") -> "Quantity":
+    def add(self, other: Quantity | int) -> Quantity:
         return Quantity(self.value + (other.value if isinstance(other, Quantity) else other), self.format)
 
-    def sub(self, other: "Quantity | int") -> "Quantity":
+    def sub(self, other: Quantity | int) -> Quantity:
         return Quantity(self.value - (other.value if isinstance(other, Quantity) else other), self.format)
 
     def sign(self) -> int:

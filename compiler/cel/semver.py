@@ -31,7 +31,7 @@ class Semver:
     build: tuple[str, ...] = ()
 
     @classmethod
-    def parse(cls, text: str, normalize: bool = False) -> "Semver":
+    def parse(cls, text: str, normalize: bool = False) -> Semver:
         """Strict semver 2.0.0; with `normalize`, "v1.2" and "01.2.3" are accepted as Kubernetes' semver(s, true) does."""
         if not isinstance(text, str):
             raise SemverError(f"expected a version string, got {type(text).__name__}")
@@ -43,7 +43,7 @@ class Semver:
         major, minor, patch, pre, build = match.groups()
         return cls(int(major), int(minor), int(patch), tuple(pre.split(".")) if pre else (), tuple(build.split(".")) if build else ())
 
-    def compare(self, other: "Semver") -> int:
+    def compare(self, other: Semver) -> int:
         a, b = (self.major, self.minor, self.patch), (other.major, other.minor, other.patch)
         if a != b:
             return -1 if a < b else 1

@@ -5,8 +5,9 @@ cluster (attributes its driver never publishes, versions or quantities compared 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Mapping
+from typing import Literal
 
 from lark import Tree
 
@@ -98,7 +99,8 @@ def result_kind(tree: Tree) -> str:
             return "bool" if isinstance(node.children[0], Tree) and node.children[0].data == "unary_not" else "int or double"
         if node.data == "literal":
             token = node.children[0]
-            return "bool" if token.type == "BOOL_LIT" else _NON_BOOL_LITERALS.get(token.type, "dyn")
+            kind = getattr(token, "type", "")
+            return "bool" if kind == "BOOL_LIT" else _NON_BOOL_LITERALS.get(kind, "dyn")
         if node.data == "member":
             return _member_kind(node)
         if node.data in ("list_lit", "map_lit"):
@@ -147,10 +149,10 @@ def cluster_problems(analysis: Analysis, published: Published) -> list[Problem]:
                 problems.append(Problem("error", "unpublished", f"{what} {ref} is not published by this driver version; "
                                         "reading it fails evaluation on every device", ref))
     for conversion in analysis.conversions:
-        ref = conversion.ref
-        if ref is not None and ref.field == "attributes" and ref.domain is not None and ref.name is not None \
-                and published.attributes.get(ref.domain, {}).get(ref.name) == "version":
-            problems.append(_no_conversion(conversion.function, "Semver", ref))
+        converted = conversion.ref
+        if converted is not None and converted.field == "attributes" and converted.domain is not None and converted.name is not None \
+                and published.attributes.get(converted.domain, {}).get(converted.name) == "version":
+            problems.append(_no_conversion(conversion.function, "Semver", converted))
     for cmp in analysis.comparisons:
 
         ref = cmp.ref

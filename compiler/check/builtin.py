@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 
 from .schema import Compiler, Node
@@ -47,7 +47,7 @@ def available_versions() -> list[str]:
     return sorted((n.removeprefix("v").split(".0-local")[0] for n in names), key=lambda v: tuple(int(x) for x in v.split(".")))
 
 
-@lru_cache(maxsize=None)
+@cache
 def builtin_kinds(minor: str) -> BuiltinKinds:
     """Index the definitions of Kubernetes `minor` ("1.34"); raises SchemasUnavailable."""
     path = _schema_root().joinpath(f"v{minor}.0-local-strict", "_definitions.json")
@@ -63,7 +63,7 @@ def builtin_kinds(minor: str) -> BuiltinKinds:
     return BuiltinKinds(minor, kinds, definitions, frozenset(g for g, _, _ in kinds))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _compiler(minor: str) -> Compiler:
     definitions = builtin_kinds(minor).definitions
 
@@ -73,7 +73,7 @@ def _compiler(minor: str) -> Compiler:
     return Compiler(resolve, structural=False)
 
 
-@lru_cache(maxsize=None)
+@cache
 def builtin_schema(minor: str, group: str, version: str, kind: str) -> Node | None:
     """The compiled schema of a built-in kind, or None when that version does not serve it."""
     name = builtin_kinds(minor).kinds.get((group, version, kind))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import celpy
@@ -111,7 +111,7 @@ def _accesses(tree: Any) -> tuple[Access, ...] | None:
     return None if whole else tuple(found)
 
 
-@lru_cache(maxsize=None)
+@cache
 def compile_rule(text: str) -> Compiled:
     try:
         ast = environment().compile(text)
@@ -164,6 +164,7 @@ class CelRules:
         activation = {"self": json_to_cel(self_value)}
         if old_value is not MISSING:
             activation["oldSelf"] = json_to_cel(old_value)
+        assert compiled.program is not None  # __call__ answers rules that did not compile
         try:
             result = compiled.program.evaluate(activation)
         except Exception as exc:  # CELEvalError, and cel-python's internal errors on odd inputs

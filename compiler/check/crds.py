@@ -64,7 +64,7 @@ class Crd:
             self._nodes[version] = node
         return self._nodes[version]
 
-    def same_definition(self, other: "Crd") -> bool:
+    def same_definition(self, other: Crd) -> bool:
         return (self.group, self.kind, self.scope, self.versions) == (other.group, other.kind, other.scope, other.versions)
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from ..facts.platform import dra_limits
 from ..validate.types import DNS_LABEL, DNS_SUBDOMAIN

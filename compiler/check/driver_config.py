@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import re
-from functools import lru_cache
-from typing import Any, Iterable
+from collections.abc import Iterable
+from functools import cache
+from typing import Any
 
 from ..facts.driver import DriverLine, builtin_class_device_types, capability, gates_on
 from ..facts.driver_config import ConfigKind, config_api_version, config_kind_lines, config_kinds
@@ -26,7 +27,7 @@ from .schema import Compiler, Node, validate
 _TYPE_SELECTOR = re.compile(r"\.type\s*==\s*['\"](\w+)['\"]")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _schema(line_id: str, kind: str) -> Node:
     return Compiler(structural=True).compile(config_kinds(line_id)[kind].schema)
 
@@ -108,7 +109,7 @@ class _Configs:
             yield Finding(obj, path + ("driver",), f"{kind.name} is decoded by driver {kind.driver}, not {driver}")
             return
         for v in self._violations(kind, params):
-            yield Finding(obj, at + v.path, v.message, v.hint, v.severity)  # type: ignore[arg-type]
+            yield Finding(obj, at + v.path, v.message, v.hint, v.severity)
         yield from self._gates(obj, at, params, kind)
         yield from self._device_types(obj, path, kind, targets)
 

@@ -8,8 +8,9 @@ DNS-checked on input, but names gpuc derives (hashes, prefixes, node names) are 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import Any
 
 from ..facts.platform import object_meta_rules
 from ..validate.types import DNS_LABEL, DNS_SUBDOMAIN

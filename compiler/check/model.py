@@ -8,9 +8,10 @@ back to the intent that produced the object, so a checker never deals with sourc
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from ..diagnostics import Diagnostic, Severity
 from ..lower.graph import CompiledCluster, KubeObject

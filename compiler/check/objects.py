@@ -11,7 +11,8 @@ fields: they are merged onto live objects gpuc never sees.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from ..diagnostics import Diagnostic
 from ..facts.platform import immutable_fields, object_meta_rules
@@ -116,7 +117,8 @@ def check_objects(ctx: ClusterContext) -> Iterable[Finding | Diagnostic]:
                 versions = served.versions_of(group, kind)
                 yield Finding(obj, ("apiVersion",),
                               f"Kubernetes {minor} does not serve {kind} in {api}"
-                              + (f" (it serves {', '.join(f'{group}/{v}' if group else v for v in versions)})" if versions else f" (no {kind} in {group or 'the core group'})"),
+                              + (f" (it serves {', '.join(f'{group}/{v}' if group else v for v in versions)})" if versions
+                                 else f" (no {kind} in {group or 'the core group'})"),
                               "check spec.kubernetesVersion of the cluster")
                 continue
             yield from _violations(obj, node, old, None, ctx)

@@ -15,7 +15,7 @@ from .crds import CrdCatalog, build_catalog, read_crd_dir
 from .dra_limits import check_dra_limits
 from .driver_config import check_driver_configs
 from .metadata import check_metadata
-from .model import CheckOptions, Checker, ClusterContext, Finding
+from .model import Checker, CheckOptions, ClusterContext, Finding
 from .objects import check_objects
 from .report import to_diagnostic
 from .selectors import check_selectors

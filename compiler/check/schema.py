@@ -16,8 +16,9 @@ import base64
 import binascii
 import copy
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Protocol
 
 from ..diagnostics import did_you_mean
 from ..validate.types import quantity_value
@@ -44,7 +45,7 @@ class Violation:
 class RuleEvaluator(Protocol):
     """Evaluates one `x-kubernetes-validations` rule; returns None when it holds, else a violation."""
 
-    def __call__(self, rule: "Rule", self_value: Any, old_value: Any) -> tuple[str, str, str] | None: ...
+    def __call__(self, rule: Rule, self_value: Any, old_value: Any) -> tuple[str, str, str] | None: ...
 
 
 @dataclass(frozen=True)
@@ -373,8 +374,9 @@ class Node:
                         out = dict(out) if out is value else out
                         out[key] = new
             if self.defaults:
+                properties = self.properties or {}
                 for key, default in self.defaults.items():
-                    if key not in value or (value[key] is None and not self.properties[key].nullable):
+                    if key not in value or (value[key] is None and not (key in properties and properties[key].nullable)):
                         out = dict(out) if out is value else out
                         out[key] = copy.deepcopy(default)
             return out

@@ -48,12 +48,13 @@ def selector_paths(origin: SourceDoc, sizing_floor_gib: int | None = None) -> tu
     """Selector text -> intent field path, and the path to use for anything else, for one intent document."""
     value = origin.value if isinstance(origin.value, dict) else {}
     spec = value.get("spec") if isinstance(value.get("spec"), dict) else {}
-    if value.get("kind") == "GpuDeviceClass":
-        base: Path = ("spec",)
-        section = spec
-    else:
+    spec = spec if isinstance(spec, dict) else {}
+    section: Any = spec
+    base: Path = ("spec",)
+    if value.get("kind") != "GpuDeviceClass":
         base = ("spec", "gpu")
-        section = spec.get("gpu") if isinstance(spec.get("gpu"), dict) else {}
+        section = spec.get("gpu")
+    section = section if isinstance(section, dict) else {}
     paths = _require_paths(section.get("require"), base)
     slices = (section.get("mig") or {}).get("slices") if isinstance(section.get("mig"), dict) else None
     for i, s in enumerate(slices or []):

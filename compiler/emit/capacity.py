@@ -186,7 +186,7 @@ def _fold_by_shape(rows: list[NodeRow]) -> list[NodeRow]:
         into.nodes += row.nodes
         for mine, theirs in zip(into.gpus, row.gpus):
             for segment, source in zip(mine.segments, theirs.segments):
-                if source.holder is not None:
+                if source.holder is not None and segment.held_by is not None:
                     segment.held_by[source.holder.workload] += len(row.nodes)
     return list(folded.values())
 

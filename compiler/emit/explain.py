@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..lower.graph import CompiledCluster
 from ..check.gate import CompiledFleet
+from ..lower.graph import CompiledCluster
 from ..plan import WorkloadPlan
 from ..plan.sizing import GIB, Sizing
 

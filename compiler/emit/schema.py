@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Union
+from typing import Annotated, Any
 
 from pydantic import Field, TypeAdapter
 
 from ..validate.intents import Cluster, GpuDeviceClass, GpuWorkload
 
-Document = Annotated[Union[Cluster, GpuWorkload, GpuDeviceClass], Field(discriminator="kind")]
+Document = Annotated[Cluster | GpuWorkload | GpuDeviceClass, Field(discriminator="kind")]
 
 
 def input_schema() -> dict[str, Any]:

@@ -5,14 +5,14 @@ here only give them types, so that a new GPU or driver release is a data change,
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import Any
 
 import yaml
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_table(name: str) -> Any:
     text = resources.files(__package__).joinpath("data", f"{name}.yaml").read_text(encoding="utf-8")
     return yaml.safe_load(text)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
+from typing import Any
 
 from . import load_table
 
@@ -95,7 +96,7 @@ def _geometry(data: dict, shapes: dict) -> MigGeometry:
     return MigGeometry(data["geometry"], shape_table["computeSlices"], shape_table["memorySlices"], profiles, dict(data["balanced"]))
 
 
-@lru_cache(maxsize=None)
+@cache
 def gpu_models() -> dict[str, GpuModel]:
     table = load_table("gpu_catalog")
     models = {}
@@ -115,10 +116,10 @@ def gpu_models() -> dict[str, GpuModel]:
     return models
 
 
-@lru_cache(maxsize=None)
+@cache
 def architectures() -> tuple[str, ...]:
     return tuple(sorted({m.architecture for m in gpu_models().values()}))
 
 
-def host_defaults() -> dict[str, str]:
+def host_defaults() -> dict[str, Any]:
     return dict(load_table("gpu_catalog")["hostDefaults"])

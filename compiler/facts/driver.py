@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 from . import load_table
 
@@ -50,7 +50,7 @@ class GateFact:
     build: str = ""  # non-empty when only a fork build has the gate
 
 
-@lru_cache(maxsize=None)
+@cache
 def driver_lines() -> dict[str, DriverLine]:
     lines = {}
     for entry in load_table("dra_driver")["lines"]:
@@ -89,7 +89,7 @@ def chart_for(version: str) -> ChartRef:
     return ChartRef(line.chart_name, line.chart_repository, version.lstrip("v"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def gates() -> dict[str, GateFact]:
     return {
         name: GateFact(name, str(g["since"]), bool(g["default"]), g["stage"], g.get("build", ""))
@@ -106,7 +106,7 @@ def logging_gates() -> list[str]:
 
 
 def exclusive_gates() -> list[tuple[str, str]]:
-    return [tuple(pair) for pair in load_table("dra_driver")["exclusiveGates"]]  # type: ignore[misc]
+    return [(a, b) for a, b in load_table("dra_driver")["exclusiveGates"]]
 
 
 def gate_requirements() -> dict[str, str]:

@@ -8,7 +8,7 @@ that "unknown field" can say which driver line has it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from . import load_table
@@ -70,7 +70,7 @@ def _for_line(schema: Any, line: DriverLine, types: dict[str, Any]) -> Any:
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def config_kinds(line_id: str) -> dict[str, ConfigKind]:
     """Config kinds the driver of line `line_id` decodes, with their schemas for that line."""
     table = load_table("driver_config")

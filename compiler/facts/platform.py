@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 from . import load_table
 
@@ -74,7 +74,7 @@ class ObjectMetaRules:
         return self.name_format.get(kind, "dnsSubdomain")
 
 
-@lru_cache(maxsize=None)
+@cache
 def object_meta_rules() -> ObjectMetaRules:
     table = load_table("kubernetes")["objectMeta"]
     return ObjectMetaRules(dict(table["nameFormat"]), int(table["annotationsTotalBytes"]),
@@ -91,7 +91,7 @@ class ReplacementRule:
     api_server: bool  # the API server refuses the update itself (built-in kinds)
 
 
-@lru_cache(maxsize=None)
+@cache
 def replacement_rules() -> dict[str, tuple[ReplacementRule, ...]]:
     """Kind -> the fields of it that are replaced, not updated, on change."""
     return {kind: (ReplacementRule(r["path"], r["effect"], r["deleteFirst"], r["apiServer"]),)
@@ -126,7 +126,7 @@ class ModelShape:
     head_dim: int
 
 
-@lru_cache(maxsize=None)
+@cache
 def model_shapes() -> tuple[ModelShape, ...]:
     return tuple(
         ModelShape(s["name"], float(s["parameters"]), s["layers"], s["kvHeads"], s["headDim"])

@@ -28,7 +28,7 @@ MAX_DEPTH = 64  # nesting levels; intents use about ten, and Python's recursion 
 # libyaml's composer recurses in C per nesting level: tens of thousands of `[` crash the process, so
 # deep flow brackets and runs of block indicators (`- - -`, `? ? ?`) are refused before the parser sees them.
 _FLOW_BRACKET = re.compile(r"[\[\]{}]")
-_COMPACT_SEQUENCE = re.compile(r"(?:[-?][ \t]+){%d}" % MAX_DEPTH)  # `- - -`, `? ? ?` (explicit keys), mixed
+_COMPACT_SEQUENCE = re.compile(r"(?:[-?][ \t]+){" + str(MAX_DEPTH) + "}")  # `- - -`, `? ? ?` (explicit keys), mixed
 # Core schema tags only: no python/object construction, no custom tags (the safe loader would refuse
 # most of them on scalars, but it never sees tags on collections we build ourselves).
 _STANDARD_TAGS = tuple(f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq", "timestamp", "binary", "merge"))
@@ -219,7 +219,7 @@ class _Builder:
                                          f"'{node.value}' is YAML's merge key, which can only be a key", "quote it if you meant the text")])
         try:
             value = constructor(self.loader, node)
-        except Exception:  # noqa: BLE001 - PyYAML's constructors fail on `2024-13-45`, `!!bool maybe`, ... with any exception
+        except Exception:
             kind = node.tag.rsplit(":", 1)[-1]
             raise InputError([Diagnostic(self.file, node.start_mark.line + 1, format_path(path),
                                          f"'{node.value}' reads as a YAML {kind} but is not a valid one",
@@ -260,6 +260,7 @@ class _Builder:
             return result
         if isinstance(node, yaml.SequenceNode):
             return [self.build(item, path + (i,)) for i, item in enumerate(node.value)]
+        assert isinstance(node, yaml.ScalarNode)
         value = self.scalar(node, path)
         if isinstance(value, bytes):
             raise _fail(self.file, node.start_mark.line + 1, f"{format_path(path)}: binary values are not supported")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..facts.platform import nim_operator
 from ..facts.driver import ChartRef
-from ..plan import ClusterPlan
+from ..facts.platform import nim_operator
+from ..plan import ClusterPlan, WorkloadPlan
 from ..validate.documents import Fleet, target_clusters
 from ..validate.features import cluster_features
 from .argocd import lower_argocd
@@ -37,7 +37,7 @@ def lower_cluster(plan: ClusterPlan, fleet: Fleet) -> CompiledCluster:
             values={}, wave=Wave.CHARTS, component="nim-operator", origin=cluster.intent.source))
 
     chart_namespaces = {r.namespace for r in compiled.releases}
-    first_in: dict[str, object] = {}  # namespace -> its alphabetically first workload, the Namespace's source
+    first_in: dict[str, WorkloadPlan] = {}  # namespace -> its alphabetically first workload, the Namespace's source
     for p in sorted(plans, key=lambda p: p.name):
         first_in.setdefault(p.namespace, p)
     for namespace in sorted(set(first_in) - RESERVED_NAMESPACES - chart_namespaces):

@@ -21,7 +21,6 @@ from .graph import KubeObject, Wave
 from .meta import WORKLOAD, Sources, hashed_name, make_object, prefixed
 
 
-
 @dataclass(frozen=True)
 class ClaimRef:
     kind: str  # ResourceClaimTemplate | ResourceClaim

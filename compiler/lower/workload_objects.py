@@ -33,7 +33,9 @@ def lower_device_class(cluster: ResolvedCluster, cls: Intent[GpuDeviceClass]) ->
 
 def compute_domain(cluster: ResolvedCluster, plan: WorkloadPlan) -> tuple[KubeObject, str]:
     """A ComputeDomain for a multi-node workload, and the channel template name pods consume."""
-    nodes = plan.workload.spec.gpu.multi_node.nodes * max(plan.workload.spec.replicas, 1)
+    multi_node = plan.workload.spec.gpu.multi_node
+    assert multi_node is not None
+    nodes = multi_node.nodes * max(plan.workload.spec.replicas, 1)
     core: dict[str, Any] = {"numNodes": nodes} if cluster.driver.numnodes_required else {}
     name = hashed_name(plan.name, {"kind": "ComputeDomain", **core})
     channel = f"{name}-channel"

@@ -105,6 +105,7 @@ def _mig_memory(pool: PoolMatch, slices) -> int:
 def _check_mig_holds_model(intent: Intent[GpuWorkload], serving: list[PoolMatch], findings: Findings) -> None:
     """A model on MIG slices is not sized (the mix is the user's), but a mix too small for it is a mistake."""
     w = intent.model
+    assert w.spec.model is not None and w.spec.gpu.mig is not None
     need = model_bytes(w.spec.model)
     held = max(_mig_memory(m, w.spec.gpu.mig.slices) for m in serving)
     if held and need > held:

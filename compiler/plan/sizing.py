@@ -53,7 +53,8 @@ class Sizing:
 
     @property
     def per_gpu(self) -> int:
-        return math.ceil(self.total_need / self.gpus_per_replica) if self.count else self.total_need
+        gpus = self.gpus_per_replica
+        return math.ceil(self.total_need / gpus) if gpus else self.total_need
 
 
 def floor_gib(share: int) -> int:

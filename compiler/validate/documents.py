@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..diagnostics import Diagnostic, Findings, Path as FieldPath, did_you_mean, format_path, one_of
+from ..diagnostics import Diagnostic, Findings, did_you_mean, format_path, one_of
+from ..diagnostics import Path as FieldPath
 from ..load.fleet import FleetFiles
 from ..load.yaml_source import SourceDoc
 from .intents import API_VERSION, KINDS, Cluster, GpuDeviceClass, GpuWorkload
@@ -164,7 +166,7 @@ def _validate(doc: SourceDoc, model: type[T], findings: Findings) -> T | None:
     except ValidationError as exc:
         seen: set[str] = set()
         for err in exc.errors():
-            d = _translate(err, doc, model)
+            d = _translate(dict(err), doc, model)
             if d.path not in seen:  # a union reports one error per member; the first is enough
                 seen.add(d.path)
                 findings.add(d)
@@ -213,7 +215,7 @@ def check_document(doc: SourceDoc, allowed: tuple[str, ...], where: str) -> Chec
     found, secrets = scan_document(doc)
     findings.extend(found)
     kind = _header(doc, allowed, where, findings)
-    model = _validate(doc, _MODELS[kind], findings) if kind is not None else None  # type: ignore[type-var]
+    model = _validate(doc, _MODELS[kind], findings) if kind is not None else None
     return CheckedDocument(kind, model, findings.all(), secrets)
 
 

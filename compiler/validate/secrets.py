@@ -10,8 +10,9 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Iterator
 from functools import lru_cache
-from typing import Any, Iterator
+from typing import Any
 
 from ..diagnostics import Diagnostic
 from ..facts import load_table

@@ -152,13 +152,14 @@ def _compare_objects(old: CompiledCluster | None, new: CompiledCluster | None, o
     for key in sorted(set(olds) | set(news)):
         a, b = olds.get(key), news.get(key)
         if a is None:
+            assert b is not None
             out.objects.append(ObjectChange(b.kind, b.namespace, b.name, "added"))
             continue
         if b is None:
             out.objects.append(ObjectChange(a.kind, a.namespace, a.name, "removed"))
             continue
         changes = tuple(diff_values(_comparable(a.manifest), _comparable(b.manifest)))
-        if a.name != b.name:
+        if a.name != b.name and new is not None:
             effects = [_rename_effect(a, b, new)]
         else:
             effects = [r.effect for r in b.replacements if touches(list(changes), r.path)]

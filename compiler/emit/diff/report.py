@@ -161,7 +161,9 @@ def markdown(diff: FleetDiff) -> str:
     if planned:
         lines += ["", "### Capacity after the change"]
         for c in planned:
-            lines += ["", plan_markdown(c.plans[1], c.plans[0], list_unplaced=False).rstrip()]
+            after = c.plans[1]
+            assert after is not None
+            lines += ["", plan_markdown(after, c.plans[0], list_unplaced=False).rstrip()]
     for c in changed:
         lines += _details(c)
     return _fit(lines, MAX_CHARS)

@@ -16,7 +16,7 @@ HOSTNAME = "kubernetes.io/hostname"
 def _requirement(values: dict[str, str], req: dict[str, Any]) -> bool:
     key, op, wanted = req.get("key"), req.get("operator"), [str(v) for v in req.get("values") or []]
     present = key in values
-    value = values.get(key)
+    value = values.get(key) if isinstance(key, str) else None
     if op == "In":
         return present and value in wanted
     if op == "NotIn":

@@ -17,7 +17,7 @@ free devices of the set (`FreeFrontier`); nodes before it fail the `_could_fit` 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable
 
 from ...facts.driver import gpu_driver
 from ...validate.resolved import ResolvedCluster
@@ -164,8 +164,8 @@ class FreeFrontier:
         eligible = self._eligible.get(key)
         if eligible is None:
             m = self.index.match(option)
-            eligible = range(len(self.nodes)) if m.floating else sorted(self._position[n] for n in m.by_node if n in self._position)
-            eligible = self._eligible[key] = list(eligible)
+            order = range(len(self.nodes)) if m.floating else sorted(self._position[n] for n in m.by_node if n in self._position)
+            eligible = self._eligible[key] = list(order)
         counted = key + (option.count,)
         i = self._next.get(counted, 0)
         in_use, nodes = self.state.in_use, self.nodes

@@ -44,7 +44,7 @@ class Pod(NamedTuple):
         return any(c.spec is not None and c.spec.constraints for c in self.claims)
 
 
-def _parse(source: str, spec: dict) -> tuple[ClaimSpec | None, str]:
+def _parse(source: str, spec: Any) -> tuple[ClaimSpec | None, str]:
     try:
         return parse_claim_spec(spec), ""
     except ClaimError as exc:

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from fractions import Fraction
+from typing import Any
 
-from ...facts.driver import gpu_driver
 from ...cel import CelCompileError, CelEvaluationError, Quantity, Semver, compile_selector
+from ...facts.driver import gpu_driver
 from ..inventory import Device
 from .candidates import DeviceIndex
 from .pods import PodClaim
@@ -39,10 +41,11 @@ def pretty(expression: str) -> str:
     return expression
 
 
-def human(value: object) -> str:
+def human(value: Any) -> str:
     if isinstance(value, Quantity) and value.format == "BinarySI":
+        magnitude = abs(Fraction(value.value))
         for unit, size in _BINARY_UNITS:
-            if abs(value.value) >= size:
+            if magnitude >= size:
                 return f"{float(value.value) / size:.1f}".removesuffix(".0") + unit
     return str(value)
 
@@ -88,11 +91,13 @@ def values_hint(text: str, devices: list[Device]) -> str:
     label = ref.name if ref.domain == GPU_DOMAIN else str(ref)
     if not values:
         return f"; no device has {label}"
-    if all(isinstance(v, Quantity) for v in values):
-        return f"; largest is {human(max(values, key=lambda q: q.value))}"
-    if all(isinstance(v, Semver) for v in values):
-        best = values[0]
-        for v in values:
+    quantities = [v for v in values if isinstance(v, Quantity)]
+    if len(quantities) == len(values):
+        return f"; largest is {human(max(quantities, key=lambda q: q.value))}"
+    versions = [v for v in values if isinstance(v, Semver)]
+    if len(versions) == len(values):
+        best = versions[0]
+        for v in versions:
             best = v if v.compare(best) > 0 else best
         return f"; highest is {best}"
     counts = Counter(str(v) for v in values)

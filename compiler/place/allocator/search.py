@@ -147,7 +147,7 @@ class _Search:
         counted = bool(device.consumes)  # admin access too: it ignores other allocations, not the counters
         if counted and not self._consume(device):
             return False
-        added = []
+        added: list = []
         for m in self.matches[ci]:
             if not m.constraint.applies(option.name):
                 continue

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
@@ -277,8 +278,8 @@ def _nodes(slices: list[ResourceSlice], cluster: ResolvedCluster, labels: dict[s
     order = {p.name: i for i, p in enumerate(cluster.pools)}
     nodes = []
     for name in names:
-        pool = _node_pool(name, cluster)  # type: ignore[arg-type]
-        nodes.append(NodeInfo(name, pool, tuple(sorted(labels.get(pool or "", {}).items()))))  # type: ignore[arg-type]
+        pool = _node_pool(name, cluster)
+        nodes.append(NodeInfo(name, pool, tuple(sorted(labels.get(pool or "", {}).items()))))
     return sorted(nodes, key=lambda n: (order.get(n.pool or "", len(order)), natural_key(n.name)))
 
 
@@ -365,4 +366,4 @@ def load_slices(path: str | Path, cluster: ResolvedCluster, node_labels: dict[st
 
 
 def _api(items: list[tuple[Location, Any]]) -> str:
-    return next((raw.get("apiVersion") for _, raw in items if isinstance(raw, dict)), API_VERSIONS[0])
+    return next((str(raw.get("apiVersion")) for _, raw in items if isinstance(raw, dict)), API_VERSIONS[0])

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Union
 
 from ...cel import Quantity, Semver
 from ...diagnostics import Diagnostic
 
-AttrValue = Union[bool, int, str, Semver]
+AttrValue = bool | int | str | Semver
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from ...cel import Published
 from ...facts.driver import (
-    DriverLine, compute_domain_devices, device_attributes, device_capacities, gpu_driver, static_mig_memory_slice,
+    DriverLine,
+    compute_domain_devices,
+    device_attributes,
+    device_capacities,
+    gpu_driver,
+    static_mig_memory_slice,
 )
 from .codec import ATTRIBUTE_TYPES
 

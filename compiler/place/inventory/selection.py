@@ -66,5 +66,5 @@ def _evaluate(inventory: Inventory, selector: Selector, indices: tuple[int, ...]
         if outcome is True:
             matched.append(i)
         elif outcome is not False:
-            failures[i] = outcome  # type: ignore[assignment]
+            failures[i] = outcome
     return tuple(matched), failures

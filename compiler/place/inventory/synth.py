@@ -12,15 +12,21 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 from ...cel import Quantity, Semver
 from ...facts.catalog import GpuModel, MigProfile, host_defaults
 from ...facts.driver import (
+    AttributeFact,
+    DriverLine,
+    compute_domain_devices,
+    device_attributes,
+    device_capacities,
+    dynamic_mig,
+    gates_on,
     gpu_driver,
-    AttributeFact, DriverLine, compute_domain_devices, device_attributes, device_capacities, dynamic_mig, gates_on,
     static_mig_memory_slice,
 )
 from ...facts.mig import fit_mix
@@ -54,7 +60,7 @@ def driver_setup(line: DriverLine, values: dict[str, Any]) -> DriverSetup:
 
 
 class _Gpu(NamedTuple):  # NamedTuple, not a frozen dataclass: built per GPU and device, and a third the cost
-    index: int
+    index: int  # type: ignore[assignment]  # a field named like tuple.index, which it shadows
     uuid: str
     bus_id: str
     root: str
@@ -80,7 +86,7 @@ class _Ctx(NamedTuple):
     gpu: _Gpu
     type: str
     uuid: str | None
-    index: int
+    index: int  # type: ignore[assignment]  # a field named like tuple.index, which it shadows
     profile: str | None = None
 
 

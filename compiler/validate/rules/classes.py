@@ -20,7 +20,8 @@ def check_cluster_refs(intent: Intent, listed: list[str] | None, fleet: Fleet, f
         if name not in fleet.clusters:
             findings.add(intent.error(("spec", "clusters", i), f"unknown cluster '{name}'",
                                       did_you_mean(name, fleet.clusters) or f"clusters of this fleet: {one_of(fleet.clusters)}"))
-    twice = sorted({name for name in listed or [] if listed.count(name) > 1})
+    names = listed or []
+    twice = sorted({name for name in names if names.count(name) > 1})
     if twice:
         findings.add(intent.error(("spec", "clusters"), f"cluster {one_of(twice)} is listed twice", "list each cluster once"))
 

@@ -94,6 +94,7 @@ def _check_sharing(w: Intent[GpuWorkload], findings: Findings) -> None:
 def _check_fabric_options(w: Intent[GpuWorkload], findings: Findings) -> None:
     gpu = w.model.spec.gpu
     fabric = gpu.fabric
+    assert fabric is not None
     path = ("spec", "gpu", "fabric")
     if fabric.strategy == "Manual":
         if not fabric.partition_ids:
@@ -193,15 +194,17 @@ def _is_set(model, alias: str) -> bool:
 
 
 def _check_mig_on_cluster(w: Intent[GpuWorkload], cluster: ResolvedCluster, findings: Findings) -> None:
-    mix = {s.profile: s.count for s in w.model.spec.gpu.mig.slices}
+    wanted = w.model.spec.gpu.mig
+    assert wanted is not None
+    mix = {s.profile: s.count for s in wanted.slices}
     mig_pools = [p for p in cluster.dra_pools if p.gpu.mig is not None and (p.mig_layout or p.mig_dynamic)]
     if not mig_pools:
         findings.add(w.error(("spec", "gpu", "mig"), f"cluster '{cluster.name}' has no DRA pool with MIG enabled",
                              "give a pool a `mig.layout`"))
         return
-    missing = [(i, s.profile) for i, s in enumerate(w.model.spec.gpu.mig.slices)
+    missing = [(i, s.profile) for i, s in enumerate(wanted.slices)
                if not any(s.profile in p.mig_profiles for p in mig_pools)]
-    unknown = [(i, profile) for i, profile in missing if not any(profile in p.gpu.mig.profiles for p in mig_pools)]
+    unknown = [(i, profile) for i, profile in missing if not any(p.gpu.mig and profile in p.gpu.mig.profiles for p in mig_pools)]
     if unknown:
         i, profile = unknown[0]
         offered = sorted({n for p in mig_pools for n in p.mig_profiles})
@@ -212,7 +215,7 @@ def _check_mig_on_cluster(w: Intent[GpuWorkload], cluster: ResolvedCluster, find
         return
     if missing:
         return  # the GPUs have the profile but no pool's layout offers it: the plan stage reports that as infeasible (exit 1)
-    if w.model.spec.gpu.mig.same_gpu:
+    if wanted.same_gpu:
         reasons = []
         for pool in mig_pools:
             if pool.mig_dynamic:
