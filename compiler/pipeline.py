@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from .check.gate import ClusterOutcome, CompiledFleet, OutputRejected
@@ -27,9 +27,9 @@ from .load.git import materialize
 from .load.yaml_source import SourceDoc
 from .lower import lower_cluster
 from .lower.graph import CompiledCluster
-from .place import Inventory, Progress, exported_inventory, place_cluster, synthesize_for
+from .place import AllocationPlan, Inventory, Progress, exported_inventory, place_cluster, synthesize_for
 from .plan import plan_cluster
-from .runner import LoadedFleet, build_workers, load, mapped, without_cyclic_gc
+from .runner import OVERLAP_MIN_OBJECTS, LoadedFleet, build_workers, load, mapped, overlapped, without_cyclic_gc
 from .validate.documents import CheckedDocument, Fleet, build_fleet
 from .validate.resolution import resolve_clusters
 from .validate.resolved import ResolvedCluster
@@ -95,7 +95,7 @@ class _Job:
     options: CompileOptions
     write: Write | None
     progress: Callable[[str], Progress | None] | None = None
-    catalogs: dict = field(default_factory=dict)
+    in_process: bool = True  # clusters are built here, one after another (not in forked workers)
 
     def inventory(self, compiled: CompiledCluster) -> Inventory:
         slices = self.options.slices
@@ -120,14 +120,24 @@ class _Job:
         ctx = ClusterContext(compiled, cluster_catalog(compiled, self.fleet.root, options.checks), options.checks,
                              previous, inventory)
         outcome.checked = len(ctx.objects)
-        for d in check_cluster(ctx):
+        progress = self.progress(name) if self.progress is not None else None
+
+        def place() -> AllocationPlan:
+            return place_cluster(compiled, inventory, progress, detail=options.detail)
+
+        # A large cluster built in this process checks its output in a fork while its pods are placed here
+        # (two independent halves of the work); otherwise the checks come first, and the gate does not
+        # place output the cluster refuses (its pods would never exist). A detailed plan places anyway:
+        # where each pod would go, and why it could not, helps fix it.
+        overlap = self.in_process and len(compiled.objects) >= OVERLAP_MIN_OBJECTS
+        found, placement = overlapped(lambda: check_cluster(ctx), place if overlap else lambda: None, overlap)
+        for d in found:
             (outcome.rejected if d.severity == "error" else outcome.warnings).append(d)
-        placement = None
-        # The gate does not place output the cluster refuses (its pods would never exist); a detailed plan
-        # does, since where each pod would go, and why it could not, helps fix it.
-        if not outcome.rejected or options.detail:
-            progress = self.progress(name) if self.progress is not None else None
-            placement = place_cluster(compiled, inventory, progress, detail=options.detail)
+        if placement is None and (not outcome.rejected or options.detail):
+            placement = place()
+        if outcome.rejected and not options.detail:
+            placement = None
+        if placement is not None:
             outcome.unplaced = len(placement.unplaced)
             problems = placement.diagnostics()
             if options.allow_infeasible:
@@ -163,8 +173,8 @@ def compile_fleet(source: str | os.PathLike[str] | LoadedFleet, options: Compile
         if options.slices is not None and len(names) != 1:
             raise InputError([Diagnostic(str(options.slices), 0, "--slices", "a slices file describes one cluster",
                                          f"add --cluster (clusters: {', '.join(names)})")])
-        job = _Job(fleet, resolved, options, write, progress)
         workers = 1 if options.keep else build_workers(sum(len(fleet.workloads_on(n)) for n in names), len(names), options.jobs)
+        job = _Job(fleet, resolved, options, write, progress, in_process=workers == 1)
         outcomes: dict[str, ClusterOutcome] = {}
         with mapped(job.build, names, workers) as results:
             # The workload rules run here while forked workers already build (the rules only add findings).

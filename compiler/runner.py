@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 PARALLEL_MIN_BYTES = 1 << 20  # below this a fork costs more than it saves
 CHUNKS_PER_WORKER = 4  # uneven files still balance across the workers
 PARALLEL_MIN_WORKLOADS = 2_000  # below this a build fork costs more than it saves
+OVERLAP_MIN_OBJECTS = 2_000  # a cluster this large checks its output in a fork while this process places its pods
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -185,6 +186,23 @@ _TASK: _Task | None = None  # set before forking; the workers inherit it
 def _run_task(item: object) -> object:
     assert _TASK is not None
     return _TASK.fn(item)
+
+
+def overlapped(background: Callable[[], T], foreground: Callable[[], R], parallel: bool) -> tuple[T, R]:
+    """Both results; with `parallel` (and fork available) `background` runs in a forked process that
+    inherits everything it needs while this process runs `foreground`. Its result comes back pickled,
+    so it should be small (findings, not objects)."""
+    global _TASK
+    if not parallel or not can_fork():
+        return background(), foreground()
+    _TASK = _Task(lambda _: background())
+    try:
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            pending = pool.apply_async(_run_task, (None,))
+            done = foreground()
+            return pending.get(), done  # type: ignore[return-value]
+    finally:
+        _TASK = None
 
 
 def build_workers(workloads: int, clusters: int, jobs: int | None) -> int:

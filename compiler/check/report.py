@@ -12,15 +12,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..diagnostics import Diagnostic, Path, format_path
+from ..diagnostics import Diagnostic, Path, format_path, parse_path
 from ..lower.graph import KubeObject
 from .model import Finding, value_at
 
 
 def intent_path(obj: KubeObject, object_path: Path) -> Path:
     """The intent field that produced `object_path` of `obj` (or the document itself)."""
+    recorded = {parse_path(k): v for k, v in obj.sources.items()}
     for length in range(len(object_path), -1, -1):
-        candidates = obj.sources.get(tuple(object_path[:length]))
+        candidates = [parse_path(c) for c in recorded.get(tuple(object_path[:length]), ())]
         if candidates:
             return next((c for c in candidates if c in obj.origin.lines), candidates[-1])
     return ()

@@ -7,6 +7,7 @@ change forces a replacement, and where each came from. Backends never build mani
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
@@ -47,9 +48,10 @@ class KubeObject:
     patch: bool = False  # a partial object applied with server-side apply onto an existing one
     identity: str = ""  # the name without its content hash: what stays the same when the spec changes
     # Which intent field produced which part of the manifest, recorded as it is built: object path (a
-    # prefix) -> intent field paths in `origin`, the first one the user wrote wins. Findings about the
-    # object point at that line (check.report).
-    sources: dict[tuple, tuple[tuple, ...]] = field(default_factory=dict, compare=False, repr=False)
+    # dotted prefix, "" for the whole object) -> intent field paths in `origin`, the first one the user
+    # wrote wins. Findings about the object point at that line (check.report). Kept as written (often a
+    # shared constant) and parsed only when there is a finding to place.
+    sources: Mapping[str, tuple[str, ...]] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         self.identity = self.identity or self.name

@@ -6,7 +6,6 @@ import hashlib
 import json
 from typing import Any
 
-from ..diagnostics import parse_path
 from ..facts.platform import replacement_rules
 from ..load.yaml_source import SourceDoc
 from .graph import KubeObject, Replacement, Wave
@@ -78,8 +77,7 @@ def make_object(
     all_annotations = {SOURCE: origin.ref, SYNC_WAVE: str(int(wave)), **(annotations or {})}
     metadata["annotations"] = dict(sorted(all_annotations.items()))
     manifest = {"apiVersion": api_version, "kind": kind, "metadata": metadata, **(body or {})}
-    recorded = {parse_path(k): tuple(parse_path(c) for c in v) for k, v in (sources or {}).items()}
-    return KubeObject(manifest, wave, component, origin, replacements_of(kind), patch, identity, recorded)
+    return KubeObject(manifest, wave, component, origin, replacements_of(kind), patch, identity, sources or {})
 
 
 def replacements_of(kind: str) -> tuple[Replacement, ...]:
