@@ -38,7 +38,8 @@ def damageable(compiled):
         return [dataclasses.replace(o, manifest=copy.deepcopy(o.manifest)) for o in items]
 
     return dataclasses.replace(compiled, objects=objects(compiled.objects), gitops=objects(compiled.gitops),
-                               releases=[dataclasses.replace(r, values=copy.deepcopy(r.values)) for r in compiled.releases])
+                               releases=[dataclasses.replace(r, values=copy.deepcopy(r.values)) for r in compiled.releases],
+                               driver_values=copy.deepcopy(compiled.driver_values))
 
 
 def example_cluster(name: str):

@@ -138,8 +138,7 @@ def test_fabric_topology_config_rules_on_the_fork_line():
 
 def test_a_sharing_strategy_needs_its_driver_feature_gate():
     def gate_off(c):
-        release = next(r for r in c.releases if r.component == "dra-driver")
-        release.values["featureGates"]["TimeSlicingSettings"] = False
+        c.driver_values["featureGates"]["TimeSlicingSettings"] = False
 
     error = only(errors_after("prod-east", gate_off))
     assert error.message.endswith("opaque.parameters.sharing.strategy: the driver refuses strategy TimeSlicing unless feature gate "

@@ -17,7 +17,7 @@ def test_validate_ok_and_json():
     result = gpuc("validate", EXAMPLES, "--output", "json")
     assert result.code == 0
     data = json.loads(result.out)
-    assert data["ok"] is True and data["clusters"] == ["lab", "prod-east", "staging"]
+    assert data["ok"] is True and data["clusters"] == ["lab", "prod-east", "staging", "west"]
     assert any("topologyConfig" in w["message"] for w in data["warnings"])
 
 

@@ -26,7 +26,7 @@ from conftest import EXAMPLES, REPO, write_fleet
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 # (kubernetes, driver) pairs gpuc supports, oldest to newest
-PLATFORMS = [("1.32", "25.3.2"), ("1.33", "25.8.1"), ("1.34", "25.12.0"), ("1.34", "0.4.1"), ("1.35", "0.5.0-dev")]
+PLATFORMS = [("1.32", "25.3.2"), ("1.33", "25.8.1"), ("1.34", "25.12.0"), ("1.34", "0.4.1"), ("1.36", "0.5.1"), ("1.37", "0.5.1")]
 MODELS = sorted(gpu_models())
 MIG_MODELS = sorted(k for k, m in gpu_models().items() if m.mig)
 

@@ -27,7 +27,7 @@ def _error(stack: str, config: dict[str, str]) -> str:
 def test_stack_without_a_cluster_of_its_name():
     message = _error("prod-west", stack_config("prod-east"))
     assert message == (f"gpuc: stack 'prod-west' deploys the cluster of that name, but fleet {REPO / 'intents'} has no "
-                       "cluster 'prod-west' (clusters: lab, prod-east, staging); select one with `pulumi stack select <cluster>`")
+                       "cluster 'prod-west' (clusters: lab, prod-east, staging, west); select one with `pulumi stack select <cluster>`")
 
 
 def test_fleet_with_an_input_error_names_file_line_and_field(fleet):

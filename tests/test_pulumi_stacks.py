@@ -46,7 +46,7 @@ def runs() -> dict[str, StackRun]:
 
 
 def test_example_fleet_has_clusters():
-    assert CLUSTERS == ["lab", "prod-east", "staging"]
+    assert CLUSTERS == ["lab", "prod-east", "staging", "west"]
 
 
 @pytest.mark.parametrize("cluster", CLUSTERS)
@@ -72,6 +72,15 @@ def test_oci_chart_is_a_full_url_and_https_chart_uses_repository_opts(runs):
     assert prod_driver["repositoryOpts"] == {"repo": "https://helm.ngc.nvidia.com/nvidia"}
 
 
+def test_a_gpu_cluster_stack_installs_the_dra_driver_through_the_gpu_operator(runs):
+    """gpuOperator.mode gpuCluster: no Helm release of the DRA driver; the GPU Operator's values carry it."""
+    releases = {r.inputs["name"]: r.inputs for r in runs["west"].releases()}
+    assert sorted(releases) == ["gpu-operator", "nim-operator"]
+    values = releases["gpu-operator"]["values"]
+    assert values["gpuCluster"] == {"deployCR": True} and values["clusterPolicy"] == {"deployCR": False}
+    assert values["draDriver"]["version"] == "v0.5.1"
+
+
 @pytest.mark.parametrize("cluster", CLUSTERS)
 def test_dependencies_follow_sync_waves(cluster, rendered, runs):
     waves = rendered_waves(runs[cluster], rendered / cluster)
@@ -92,7 +101,8 @@ def test_prod_east_covers_every_immutable_kind(runs):
 
 @pytest.mark.parametrize("cluster", CLUSTERS)
 def test_resource_api_version_follows_the_cluster(cluster, runs):
-    expected = {"prod-east": "resource.k8s.io/v1", "lab": "resource.k8s.io/v1", "staging": "resource.k8s.io/v1beta2"}
+    expected = {"prod-east": "resource.k8s.io/v1", "lab": "resource.k8s.io/v1", "staging": "resource.k8s.io/v1beta2",
+                "west": "resource.k8s.io/v1"}
     dra_kinds = ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate")
     dra = [r for r in runs[cluster].kubernetes_objects() if r.inputs["kind"] in dra_kinds]
     assert dra

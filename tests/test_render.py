@@ -191,8 +191,8 @@ def test_builds_report_progress_in_cluster_order(tmp_path):
     for jobs in (1, 2):  # in-process, and forked workers
         seen: list[tuple[int, int]] = []
         built = compile_fleet(EXAMPLES, CompileOptions(keep=False, jobs=jobs), built=lambda done, total, seen=seen: seen.append((done, total)))
-        assert seen == [(1, 3), (2, 3), (3, 3)]
-        assert list(built.clusters) == ["lab", "prod-east", "staging"]
+        assert seen == [(1, 4), (2, 4), (3, 4), (4, 4)]
+        assert list(built.clusters) == ["lab", "prod-east", "staging", "west"]
 
 
 def test_forked_workers_stage_nothing_visible_when_one_cluster_fails(fleet, tmp_path):

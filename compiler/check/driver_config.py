@@ -36,11 +36,9 @@ def effective_gates(ctx: ClusterContext) -> dict[str, bool]:
     """Driver feature gates as the compiled chart values set them, over each gate's default."""
     line = ctx.cluster.driver
     effective = {name: fact.default for name, fact in gates_on(line).items()}
-    for release in ctx.compiled.releases:
-        if release.component == "dra-driver":
-            values = release.values.get("featureGates")
-            if isinstance(values, dict):
-                effective.update({k: v for k, v in values.items() if isinstance(v, bool)})
+    values = ctx.compiled.driver_values.get("featureGates")
+    if isinstance(values, dict):
+        effective.update({k: v for k, v in values.items() if isinstance(v, bool)})
     return effective
 
 

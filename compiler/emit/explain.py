@@ -63,6 +63,8 @@ def _cluster_entry(compiled: CompiledCluster, plan: WorkloadPlan, key: str) -> d
         "kubernetes": c.api.kubernetes,
         "resourceApi": c.api.api_version,
         "draDriver": c.spec.dra_driver.version,
+        "draDriverInstalledBy": ("the GPU Operator (GPUCluster)" if c.spec.gpu_operator.mode == "gpuCluster"
+                                 else f"its own chart {c.driver.chart_name}"),
         "pools": [{"pool": m.pool.name, "serves": m.ok, "reason": m.reason} for m in plan.matches],
         "gpusPerReplica": plan.gpus,
         "tensorParallelism": plan.tensor_parallelism if plan.workload.spec.model else None,
@@ -81,7 +83,8 @@ def explain_text(data: dict[str, Any]) -> str:
         lines.append("\nThe workload targets no compiled cluster.")
     for c in data["clusters"]:
         lines.append("")
-        lines.append(f"## cluster {c['cluster']}: Kubernetes {c['kubernetes']} ({c['resourceApi']}), DRA driver {c['draDriver']}")
+        lines.append(f"## cluster {c['cluster']}: Kubernetes {c['kubernetes']} ({c['resourceApi']}), DRA driver {c['draDriver']} "
+                     f"installed by {c['draDriverInstalledBy']}")
         lines.append("pools:")
         for p in c["pools"]:
             lines.append(f"  {'+' if p['serves'] else '-'} {p['pool']}" + ("" if p["serves"] else f": {p['reason']}"))

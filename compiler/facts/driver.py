@@ -48,6 +48,7 @@ class GateFact:
     default: bool
     stage: str
     build: str = ""  # non-empty when only a fork build has the gate
+    kubernetes_gate: str = ""  # a Kubernetes DRA gate (data/kubernetes.yaml) the cluster needs on for this one
 
 
 @cache
@@ -92,7 +93,7 @@ def chart_for(version: str) -> ChartRef:
 @cache
 def gates() -> dict[str, GateFact]:
     return {
-        name: GateFact(name, str(g["since"]), bool(g["default"]), g["stage"], g.get("build", ""))
+        name: GateFact(name, str(g["since"]), bool(g["default"]), g["stage"], g.get("build", ""), g.get("kubernetesGate", ""))
         for name, g in load_table("dra_driver")["gates"].items()
     }
 

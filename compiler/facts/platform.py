@@ -37,6 +37,51 @@ def parse_kubernetes_version(version: str) -> ResourceApi:
     return ResourceApi(key, entry["version"], entry["requestShape"] == "flat")
 
 
+@dataclass(frozen=True)
+class DraGate:
+    """A Kubernetes DRA feature gate (data/kubernetes.yaml `draFeatureGates`)."""
+
+    name: str
+    alpha: int | None  # first minor of each stage, None when not reached
+    beta: int | None
+    ga: int | None
+    beta_off: bool  # a beta that stays off by default
+    uses: str
+
+    def stage(self, minor: int) -> str | None:
+        """"GA", "beta" or "alpha" on Kubernetes 1.<minor>; None when that version does not have the gate."""
+        for stage, since in (("GA", self.ga), ("beta", self.beta), ("alpha", self.alpha)):
+            if since is not None and minor >= since:
+                return stage
+        return None
+
+    def on_by_default(self, minor: int) -> bool:
+        stage = self.stage(minor)
+        return stage == "GA" or (stage == "beta" and not self.beta_off)
+
+
+@cache
+def dra_gates() -> dict[str, DraGate]:
+    def minor(text: str | None) -> int | None:
+        return int(text.split(".")[1]) if text else None
+
+    return {name: DraGate(name, minor(g.get("alpha")), minor(g.get("beta")), minor(g.get("ga")), bool(g.get("betaOff")), g["uses"])
+            for name, g in load_table("kubernetes")["draFeatureGates"].items()}
+
+
+def dra_gate_note(name: str, minor: int) -> str:
+    """How a cluster of Kubernetes 1.<minor> stands with DRA gate `name`, for a finding: "" when it is on."""
+    gate = dra_gates()[name]
+    stage = gate.stage(minor)
+    if gate.on_by_default(minor):
+        return ""
+    if stage is None:
+        first = gate.alpha or gate.beta or gate.ga
+        return f"Kubernetes 1.{minor} does not have the {name} feature gate ({gate.uses}); it arrives in 1.{first}"
+    return (f"{name} ({gate.uses}) is {stage} and off by default on Kubernetes 1.{minor}: enable the feature gate on the "
+            "API server, the scheduler and the kubelets" + (f", or upgrade to 1.{gate.beta}, where it is on" if gate.beta and not gate.beta_off else ""))
+
+
 def dra_limits() -> dict[str, int]:
     return dict(load_table("kubernetes")["limits"])
 

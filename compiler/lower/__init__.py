@@ -23,8 +23,10 @@ def lower_cluster(plan: ClusterPlan, fleet: Fleet) -> CompiledCluster:
     plans = list(plan.workloads)
     features = cluster_features(cluster, [p.workload for p in plans])
 
-    compiled.releases.append(lower_dra_driver(cluster, features))
-    releases, objects, labels = lower_node_config(cluster)
+    driver, compiled.driver_values = lower_dra_driver(cluster, features)
+    if driver is not None:
+        compiled.releases.append(driver)
+    releases, objects, labels = lower_node_config(cluster, compiled.driver_values)
     compiled.releases.extend(releases)
     compiled.objects.extend(objects)
     compiled.node_labels = labels

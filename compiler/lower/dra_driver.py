@@ -47,10 +47,13 @@ def driver_values(cluster: ResolvedCluster, features: ClusterFeatures) -> dict[s
     return deep_merge(values, spec.values)
 
 
-def lower_dra_driver(cluster: ResolvedCluster, features: ClusterFeatures) -> HelmRelease:
+def lower_dra_driver(cluster: ResolvedCluster, features: ClusterFeatures) -> tuple[HelmRelease | None, dict[str, Any]]:
+    """The driver's release and its values; no release when the GPU Operator installs the driver
+    (gpuOperator.mode gpuCluster), whose values then say what that install amounts to."""
+    values = driver_values(cluster, features)
+    if cluster.spec.gpu_operator.mode == "gpuCluster":
+        return None, values
     chart = chart_for(cluster.spec.dra_driver.version)
-    return HelmRelease(
-        name=chart.name, namespace=cluster.spec.dra_driver.namespace, chart=chart,
-        values=driver_values(cluster, features), wave=Wave.CHARTS, component="dra-driver",
-        origin=cluster.intent.source,
-    )
+    release = HelmRelease(name=chart.name, namespace=cluster.spec.dra_driver.namespace, chart=chart, values=values,
+                          wave=Wave.CHARTS, component="dra-driver", origin=cluster.intent.source)
+    return release, values

@@ -115,6 +115,9 @@ class CompiledCluster:
     gitops: list[KubeObject] = field(default_factory=list)  # Argo CD Applications (rendered backend only)
     node_labels: dict[str, dict[str, str]] = field(default_factory=dict)  # pool -> labels
     claims: dict[str, Any] = field(default_factory=dict)  # "ns/workload" -> ClaimRef it consumes
+    # the DRA driver's settings as its chart's values, whoever installs it (its own release, or the GPU
+    # Operator in gpuCluster mode): what decides the devices it publishes
+    driver_values: dict[str, Any] = field(default_factory=dict)
     channels: dict[str, str] = field(default_factory=dict)  # "ns/workload" -> ComputeDomain channel template
 
     @property

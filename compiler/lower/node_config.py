@@ -80,18 +80,37 @@ def pool_labels(cluster: ResolvedCluster) -> dict[str, dict[str, str]]:
             labels[facts["draNodeLabel"]] = "true"
             if cluster.mixed_allocation:
                 labels[facts["devicePluginDeployLabel"]] = "false"
-        if uses_mig:
+        if uses_mig and cluster.spec.gpu_operator.mode != "gpuCluster":  # no MIG Manager reads the label there
             labels[facts["migConfigLabel"]] = ("all-enabled" if pool.mig_dynamic else pool.mig_config or "all-disabled")
         out[pool.name] = dict(sorted(labels.items()))
     return out
 
 
-def lower_node_config(cluster: ResolvedCluster) -> tuple[list[HelmRelease], list[KubeObject], dict[str, dict[str, str]]]:
+def gpu_cluster_values(cluster: ResolvedCluster, driver_values: dict[str, Any]) -> dict[str, Any]:
+    """GPU Operator values for gpuOperator.mode gpuCluster: the chart deploys a GPUCluster resource instead
+    of a ClusterPolicy, and that resource installs the DRA driver (values-v26.7.0.yaml, templates/gpucluster.yaml)."""
+    dra: dict[str, Any] = {"version": "v" + cluster.spec.dra_driver.version.lstrip("v")}
+    gates = driver_values.get("featureGates")
+    if gates:
+        dra["featureGates"] = gates
+    dra["computeDomains"] = {"enabled": bool(driver_values["resources"]["computeDomains"]["enabled"])}
+    return {"clusterPolicy": {"deployCR": False}, "gpuCluster": {"deployCR": True}, "draDriver": dra,
+            "hostPaths": {"driverInstallDir": cluster.spec.dra_driver.nvidia_driver_root}}
+
+
+def lower_node_config(cluster: ResolvedCluster, driver_values: dict[str, Any]
+                      ) -> tuple[list[HelmRelease], list[KubeObject], dict[str, dict[str, str]]]:
     facts = gpu_operator()
     op = cluster.spec.gpu_operator
     ref = cluster.intent.source
     releases: list[HelmRelease] = []
     objects: list[KubeObject] = []
+    if op.mode == "gpuCluster":
+        releases.append(HelmRelease(
+            name=facts["releaseName"], namespace=op.namespace,
+            chart=ChartRef(facts["chart"]["name"], facts["chart"]["repository"], op.version or ""),
+            values=gpu_cluster_values(cluster, driver_values), wave=Wave.CHARTS, component="gpu-operator", origin=ref))
+        return releases, objects, pool_labels(cluster)
     settings = operator_settings(cluster)
     if op.mode == "helm":
         releases.append(HelmRelease(

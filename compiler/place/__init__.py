@@ -18,8 +18,8 @@ from .inventory.load import load_slices
 
 
 def dra_values(compiled: CompiledCluster) -> dict[str, Any]:
-    """The DRA driver's chart values (what decides the devices it publishes)."""
-    return next((r.values for r in compiled.releases if r.component == "dra-driver"), {})
+    """The DRA driver's settings as chart values (what decides the devices it publishes)."""
+    return compiled.driver_values
 
 
 def synthesize_for(compiled: CompiledCluster) -> Inventory:

@@ -36,7 +36,10 @@ class DraDriverSpec(Model):
 
 
 class GpuOperatorSpec(Model):
-    mode: Literal["helm", "patch", "none"] = "helm"
+    mode: Literal["helm", "patch", "gpuCluster", "none"] = Field(
+        "helm", description="helm: gpuc installs the GPU Operator chart; patch: gpuc patches the ClusterPolicy of an operator "
+                            "installed elsewhere; gpuCluster: GPU Operator v26.7+ installs the DRA driver itself (GPUCluster "
+                            "resource), and gpuc emits no DRA driver release; none: gpuc leaves the operator alone")
     version: str | None = None
     namespace: DnsLabel = "gpu-operator"
 

@@ -10,7 +10,7 @@ from ..diagnostics import Findings, did_you_mean, one_of
 from ..facts import catalog
 from ..facts.driver import capability, gates, parse_driver_version
 from ..facts.mig import fit_mix
-from ..facts.platform import parse_kubernetes_version
+from ..facts.platform import dra_gate_note, dra_gates, parse_kubernetes_version
 from .documents import Fleet, Intent
 from .intents import Cluster
 from .resolved import ResolvedCluster, ResolvedPool
@@ -130,8 +130,11 @@ def _resolve_pool(intent, pool, index, line, api, findings) -> ResolvedPool | No
             dynamic = True
             if line is not None and not line.at_least(capability("DynamicMIG")["since"]):
                 findings.add(intent.error(mig_path, f"dynamic MIG needs driver 25.12 or newer (gate DynamicMIG); this cluster runs {line.versions}"))
-            if api is not None and api.minor < 33:
-                findings.add(intent.error(mig_path, "dynamic MIG needs partitionable devices (Kubernetes 1.33+, gate DRAPartitionableDevices)"))
+            note = dra_gate_note("DRAPartitionableDevices", api.minor) if api is not None else ""
+            if note and api is not None:
+                missing = dra_gates()["DRAPartitionableDevices"].stage(api.minor) is None
+                findings.add(intent.error(mig_path, f"dynamic MIG needs partitionable devices: {note}") if missing else
+                             intent.warning(mig_path, f"dynamic MIG needs partitionable devices: {note}"))
             if pool.allocation != "dra":
                 findings.add(intent.error(mig_path, "dynamic MIG is a DRA driver feature; the pool is allocated by the device plugin"))
         elif isinstance(raw, str):

@@ -205,6 +205,23 @@ def _compare_mig_config(old: CompiledCluster | None, new: CompiledCluster | None
                 "MIG reconfiguration: the MIG manager stops every GPU pod on the pool's nodes and repartitions their GPUs"))
 
 
+def _compare_operator_mode(old: CompiledCluster | None, new: CompiledCluster | None, out: ClusterDiff) -> None:
+    """Who installs the DRA driver changes with gpuOperator.mode gpuCluster: the driver's own release is removed
+    and the GPU Operator's GPUCluster installs it (or back), and the ClusterPolicy's operands come or go.
+    No object diff says that this is a reinstall of the whole GPU stack."""
+    if old is None or new is None:
+        return
+    a, b = old.cluster.spec.gpu_operator.mode, new.cluster.spec.gpu_operator.mode
+    if a != b and "gpuCluster" in (a, b):
+        out.replacements.append(ReplacementNote(
+            f"gpuOperator.mode {a} -> {b}",
+            "the DRA driver changes owner (its own Helm release <-> the GPU Operator's GPUCluster) and is uninstalled and "
+            "reinstalled: ResourceSlices are withdrawn and republished, no new claim is allocated meanwhile, and the "
+            "ClusterPolicy with its device plugin, container toolkit and MIG Manager "
+            + ("is removed" if b == "gpuCluster" else "comes back")
+            + "; GPU Operator 26.7 supports gpuCluster mode on new clusters only"))
+
+
 def _comparable(manifest: dict[str, Any]) -> dict[str, Any]:
     """Everything but the name: a renamed object is compared on its content."""
     meta = {k: v for k, v in manifest.get("metadata", {}).items() if k != "name"}
@@ -304,6 +321,7 @@ def compare(base: CompiledFleet | None, head: CompiledFleet, base_ref: str, base
             _compare_objects(old, new, diff)
             _compare_releases(old, new, diff)
             _compare_mig_config(old, new, diff)
+            _compare_operator_mode(old, new, diff)
         # a side that does not compile has no known demand; a side that does not exist has none
         default = (None if compiles[0] is False else 0, None if compiles[1] is False else 0)
         diff.gpus = _pairs(gpu_demand(old) if old else {}, gpu_demand(new) if new else {}, default)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...diagnostics import Findings, did_you_mean
 from ...facts.driver import capability, exclusive_gates, gate_requirements, gates, gates_on, logging_gates
+from ...facts.platform import dra_gate_note, dra_gates
 from ..documents import Fleet
 from ..features import cluster_features, derived_gates
 from ..intents import GpuWorkload
@@ -61,6 +62,14 @@ def _check_gates(cluster: ResolvedCluster, workloads: list[GpuWorkload], fleet: 
     for gate, needed in gate_requirements().items():
         if effective.get(gate) and gate in known and not effective.get(needed, False):
             findings.add(intent.error(gates_path + (needed,), f"feature gate {gate} needs {needed} enabled"))
+    for name, fact in known.items():  # a driver gate whose output the cluster's scheduler must understand
+        note = dra_gate_note(fact.kubernetes_gate, cluster.api.minor) if effective.get(name) and fact.kubernetes_gate else ""
+        if note:
+            missing = dra_gates()[fact.kubernetes_gate].stage(cluster.api.minor) is None
+            where = gates_path + (name,) if name in user else ("spec", "draDriver")
+            message = f"driver feature gate {name} needs the Kubernetes feature gate {fact.kubernetes_gate}: {note}"
+            findings.add(intent.error(where, message, f"turn {name} off, or upgrade Kubernetes") if missing else
+                         intent.warning(where, message, "or turn the driver gate off again"))
 
 
 def _gate_origin(a: str, b: str, derived: dict[str, bool]) -> str:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ...diagnostics import Findings
-from ...facts.platform import gpu_operator
+from ...facts.driver import gates
+from ...facts.platform import gpu_operator, version_tuple
 from ..documents import Fleet
 from ..resolved import ResolvedCluster
 
@@ -11,6 +12,8 @@ from ..resolved import ResolvedCluster
 def check_operator_modes(fleet: Fleet, clusters: dict[str, ResolvedCluster], findings: Findings) -> None:
     for cluster in clusters.values():
         _check_operator_mode(cluster, findings)
+        if cluster.spec.gpu_operator.mode == "gpuCluster":
+            _check_gpu_cluster_mode(cluster, findings)
 
 
 def _check_operator_mode(cluster: ResolvedCluster, findings: Findings) -> None:
@@ -23,3 +26,64 @@ def _check_operator_mode(cluster: ResolvedCluster, findings: Findings) -> None:
                                             f"MIG pools need the GPU Operator's migManager to read gpuc's ConfigMap '{name}' "
                                             f"(namespace {op.namespace}); with mode none gpuc cannot set that",
                                             f"set migManager.config.name={name} in the GPU Operator you run, or use mode patch"))
+
+
+def _check_gpu_cluster_mode(cluster: ResolvedCluster, findings: Findings) -> None:
+    """What a GPU Operator that installs the DRA driver (GPUCluster) cannot do, said where it is written.
+
+    The GPUCluster resource cannot coexist with a ClusterPolicy, so the ClusterPolicy's operands are not
+    there: no device plugin, no container toolkit, no MIG Manager; and it carries only the driver's
+    image version, feature gates and compute-domain switch, not the DRA driver chart's other values."""
+    facts = gpu_operator()["gpuCluster"]
+    intent, spec = cluster.intent, cluster.spec
+    op = spec.gpu_operator
+    mode = ("spec", "gpuOperator", "mode")
+    if not op.version:
+        findings.add(intent.error(("spec", "gpuOperator"), "gpuOperator.mode gpuCluster needs gpuOperator.version (the chart version to install)",
+                                  f"add `version: {facts['since']}` or newer"))
+    elif version_tuple(op.version) < version_tuple(facts["since"]):
+        findings.add(intent.error(("spec", "gpuOperator", "version"),
+                                  f"GPU Operator {op.version} cannot install the DRA driver: the GPUCluster resource arrived in {facts['since']}",
+                                  f"upgrade gpuOperator.version to {facts['since']} or newer, or use mode helm (gpuc installs the DRA driver chart)"))
+    if not cluster.driver.at_least(facts["driverSince"]):
+        findings.add(intent.error(("spec", "draDriver", "version"),
+                                  f"the GPU Operator's GPUCluster runs the DRA driver image {facts['driverImage']} from {facts['driverSince']} on; "
+                                  f"{spec.dra_driver.version} is a {cluster.driver.versions} release",
+                                  "set draDriver.version to 0.5.1 (what GPU Operator 26.7.2 bundles), or use mode helm"))
+    for pool in cluster.pools:
+        if pool.mig_layout is not None:
+            findings.add(intent.error(pool.path + ("mig", "layout"),
+                                      f"node pool '{pool.name}' has a static MIG layout, but in gpuOperator.mode gpuCluster the GPU Operator "
+                                      "runs no MIG Manager to partition the GPUs",
+                                      "use `mig: {layout: dynamic}` (the DRA driver creates MIG devices per claim), or gpuOperator.mode helm"))
+        if not pool.dra:
+            findings.add(intent.error(pool.path + ("allocation",),
+                                      f"node pool '{pool.name}' is allocated by the device plugin, which a GPUCluster does not run "
+                                      "(it cannot coexist with the ClusterPolicy that does)",
+                                      "set allocation: dra, or run this cluster with gpuOperator.mode helm or patch"))
+    allowed = set(facts["driverValues"])
+    for key in spec.dra_driver.values:
+        if key not in allowed:
+            findings.add(intent.error(("spec", "draDriver", "values", key),
+                                      f"in gpuOperator.mode gpuCluster the GPU Operator installs the DRA driver, and its GPUCluster resource "
+                                      f"takes only {', '.join(sorted(allowed))} of the driver chart's values, not '{key}'",
+                                      "remove it, or use gpuOperator.mode helm to install the DRA driver chart with these values"))
+    if "namespace" in spec.dra_driver.model_fields_set and spec.dra_driver.namespace != op.namespace:
+        findings.add(intent.error(("spec", "draDriver", "namespace"),
+                                  f"in gpuOperator.mode gpuCluster the DRA driver runs in the GPU Operator's namespace ({op.namespace})",
+                                  "remove draDriver.namespace"))
+    if spec.dra_driver.fabric == "topologyConfig":
+        findings.add(intent.error(("spec", "draDriver", "fabric"),
+                                  f"fabric topologyConfig needs the driver fork {gates()['FabricTopologySupport'].build}; the GPU Operator "
+                                  f"installs the upstream image {facts['driverImage']}",
+                                  "use fabric partitionAttributes (driver 0.5+), or mode helm with the fork's chart"))
+    if spec.dra_driver.nvidia_driver_root != "/":
+        findings.add(intent.warning(("spec", "draDriver", "nvidiaDriverRoot"),
+                                    f"the GPUCluster resource does not install the GPU driver, so nothing provides one under "
+                                    f"{spec.dra_driver.nvidia_driver_root}",
+                                    "install the driver on the hosts (nvidiaDriverRoot: /), or give the path an NVIDIADriver resource "
+                                    "or the node image installs it to"))
+    if any(p.mig_dynamic for p in cluster.pools):
+        findings.add(intent.warning(mode, "without a MIG Manager (gpuOperator.mode gpuCluster) nothing enables MIG mode on the GPUs of "
+                                          "dynamic-MIG pools; the DRA driver only creates MIG devices on GPUs already in MIG mode",
+                                    "enable MIG mode in the node image (nvidia-smi -mig 1), or use gpuOperator.mode helm"))
