@@ -67,6 +67,8 @@ _FIXED: dict[str, tuple[type[CompiledComponent], str]] = {
     "nim-operator": (NimOperator, "nim-operator"),
     "namespaces": (WorkloadNamespaces, "namespaces"),
     "device-classes": (DeviceClasses, "device-classes"),
+    "extended-resources": (DeviceClasses, "device-classes"),
+    "extended-resources-guard": (DeviceClasses, "device-classes"),
 }
 _PER_ITEM: dict[str, type[CompiledComponent]] = {"workload": GpuWorkload, "share-group": GpuShareGroup}
 

@@ -134,7 +134,9 @@ def _expected_parent(component: str) -> tuple[str, str]:
              "node-config": ("gpuc:index:GpuNodeConfig", "node-config"),
              "nim-operator": ("gpuc:index:NimOperator", "nim-operator"),
              "namespaces": ("gpuc:index:WorkloadNamespaces", "namespaces"),
-             "device-classes": ("gpuc:index:DeviceClasses", "device-classes")}
+             "device-classes": ("gpuc:index:DeviceClasses", "device-classes"),
+             "extended-resources": ("gpuc:index:DeviceClasses", "device-classes"),
+             "extended-resources-guard": ("gpuc:index:DeviceClasses", "device-classes")}
     if component in fixed:
         return fixed[component]
     head, _, rest = component.partition("/")

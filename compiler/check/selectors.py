@@ -17,6 +17,7 @@ from ..diagnostics import Diagnostic, Path, did_you_mean, format_path
 from ..facts.driver import driver_lines
 from ..load.yaml_source import SourceDoc
 from ..lower import selectors as sel
+from ..lower.extended_resources import GUARD
 from ..lower.graph import CompiledCluster, KubeObject
 from ..place import dra_values
 from ..place.allocator.pods import device_classes
@@ -181,6 +182,8 @@ class _Checker:
             cls = parse_device_class(obj.manifest)
         except ClaimError:
             return  # a malformed class is the schema and DRA-limit checks' finding
+        if obj.component == GUARD:
+            return  # maps an extended resource onto no device, on purpose (lower.extended_resources)
         self.chain(obj, f"DeviceClass {obj.name}", cls.selectors, self.devices, "(all devices)")
 
     def claim(self, obj: KubeObject) -> None:

@@ -71,7 +71,13 @@ def _cluster_entry(compiled: CompiledCluster, plan: WorkloadPlan, key: str) -> d
         "minMemorySelector": f"{plan.min_memory_gib}Gi" if plan.min_memory_gib else None,
         "claim": {"kind": claim.kind, "name": claim.name, "namespace": claim.namespace, "requests": list(claim.requests)} if claim else None,
         "computeDomainChannel": compiled.channels.get(key),
-        "sizing": sizing_lines(plan.sizing) if plan.sizing else None,
+        "sizing": sizing_lines(plan.sizing) if plan.sizing and not plan.alternatives else None,
+        "alternatives": [{"alternative": a.index + 1, "gpusPerReplica": a.gpus,
+                          "pools": [{"pool": m.pool.name, "serves": m.ok, "reason": m.reason} for m in a.matches],
+                          "minMemorySelector": f"{a.min_memory_gib}Gi" if a.min_memory_gib else None,
+                          "sizing": sizing_lines(a.sizing) if a.sizing else None} for a in plan.alternatives],
+        "fractionalMemory": str(plan.workload.spec.gpu.memory) if plan.workload.spec.gpu.fractional else None,
+        "cachesEveryProfile": plan.workload.spec.model is not None and plan.tensor_parallelism is None,
         "objects": objects,
     }
     return entry
@@ -90,8 +96,19 @@ def explain_text(data: dict[str, Any]) -> str:
             lines.append(f"  {'+' if p['serves'] else '-'} {p['pool']}" + ("" if p["serves"] else f": {p['reason']}"))
         if c["sizing"]:
             lines.extend(c["sizing"])
-        elif c["gpusPerReplica"]:
+        elif c["fractionalMemory"]:
+            lines.append(f"fractional: each replica's claim takes {c['fractionalMemory']} of one GPU's memory "
+                         "(consumable capacity; GPUs are shared while their memory lasts)")
+        elif c["gpusPerReplica"] and not c["alternatives"]:
             lines.append(f"GPUs per replica: {c['gpusPerReplica']} (set in the intent)")
+        for a in c["alternatives"]:
+            serving = ", ".join(p["pool"] for p in a["pools"] if p["serves"]) or "no pool"
+            got = f"{a['gpusPerReplica']} GPU(s) per replica" if a["gpusPerReplica"] else "cannot be satisfied (skipped)"
+            lines.append(f"alternative {a['alternative']} (firstAvailable, tried in order): {got}; pools: {serving}")
+            lines.extend(f"  {line}" for line in a["sizing"] or ())
+        if c["cachesEveryProfile"]:
+            lines.append("  the alternatives give different GPU counts: the NIMCache caches every tensor-parallel profile "
+                         "and the NIM picks the one matching the GPUs it gets")
         if c["minMemorySelector"]:
             lines.append(f"selector added by sizing: GPU memory >= {c['minMemorySelector']}")
         if c["claim"]:

@@ -14,7 +14,9 @@ def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
 def _devices(pod: PodOutcome) -> str:
     parts = []
     for claim in pod.claims:
-        names = ", ".join(d.device if d.pool == pod.node else f"{d.pool}/{d.device}" for d in claim.devices)
+        names = ", ".join((d.device if d.pool == pod.node else f"{d.pool}/{d.device}")
+                          + (f" ({', '.join(f'{amount} {name}' for name, amount in d.consumed)})" if d.consumed else "")
+                          for d in claim.devices)
         shared = f" (shared claim {claim.claim.split('/')[-1]})" if claim.shared else ""
         parts.append(f"{claim.label}: {names}{shared}")
     return "; ".join(parts)

@@ -110,6 +110,11 @@ def exclusive_gates() -> list[tuple[str, str]]:
     return [(a, b) for a, b in load_table("dra_driver")["exclusiveGates"]]
 
 
+def consumable_shares_exclude() -> frozenset[str]:
+    """Sharing strategies the driver refuses while consumable shares are on."""
+    return frozenset(load_table("dra_driver")["consumableSharesExclude"])
+
+
 def gate_requirements() -> dict[str, str]:
     return dict(load_table("dra_driver")["gateRequires"])
 

@@ -10,6 +10,7 @@ from ..validate.features import cluster_features
 from .argocd import lower_argocd
 from .claims import lower_claims
 from .dra_driver import lower_dra_driver
+from .extended_resources import extended_resource_classes
 from .graph import CompiledCluster, HelmRelease, Wave
 from .node_config import lower_node_config
 from .workload_objects import compute_domain, lower_device_class, namespace_object, nim_objects
@@ -48,6 +49,7 @@ def lower_cluster(plan: ClusterPlan, fleet: Fleet) -> CompiledCluster:
     for cls in fleet.classes.values():
         if cluster.name in target_clusters(cls.model, fleet):
             compiled.objects.append(lower_device_class(cluster, cls))
+    compiled.objects.extend(extended_resource_classes(cluster))
 
     claim_objects, refs = lower_claims(cluster, plans)
     compiled.objects.extend(claim_objects)

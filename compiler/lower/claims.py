@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..facts.driver import builtin_class_for, config_api_version
-from ..plan import WorkloadPlan
+from ..plan import AlternativePlan, WorkloadPlan
 from ..validate.intents import GpuRequest
 from ..validate.resolved import ResolvedCluster
 from . import selectors as sel
@@ -37,6 +37,8 @@ class Request:
     selectors: tuple[str, ...]
     sources: Sources  # relative to the request body (`exactly`, or the request itself on v1beta1)
     origin: tuple[str, ...]  # the intent fields the whole request comes from
+    capacity: tuple[tuple[str, str], ...] = ()  # capacity.requests (consumable capacity): name -> amount as written
+    alternatives: tuple[Request, ...] = ()  # firstAvailable subrequests, tried in order (the request has no body of its own)
 
 
 def request_name(profile: str) -> str:
@@ -61,6 +63,9 @@ def requests_for(plan: WorkloadPlan) -> list[Request]:
             out.append(Request(request_name(s.profile), device_class, s.count, (sel.profile_is(s.profile), *(e for e, _ in common)),
                                sources, (at, "spec.gpu")))
         return out
+    if plan.alternatives:
+        subs = tuple(_alternative(plan, a, common, require) for a in plan.alternatives if a.viable)
+        return [Request("gpu", "", 0, (), {}, ("spec.gpu.alternatives", "spec.gpu"), alternatives=subs)]
     selectors = [e for e, _ in common]
     sources = {"deviceClassName": class_source, "count": _count_source(plan),
                "selectors": ("spec.gpu.require", "spec.model", "spec.gpu")}
@@ -68,7 +73,28 @@ def requests_for(plan: WorkloadPlan) -> list[Request]:
     if plan.min_memory_gib:
         sources[f"selectors[{len(selectors)}]"] = ("spec.model",)  # the floor sizing adds
         selectors.append(sel.min_memory(f"{plan.min_memory_gib}Gi"))
-    return [Request("gpu", gpu.class_ or builtin_class_for("gpu"), plan.gpus or 1, tuple(selectors), sources, ("spec.gpu",))]
+    capacity: tuple[tuple[str, str], ...] = ()
+    if gpu.fractional and gpu.memory is not None:
+        capacity = (("memory", gpu.memory.text),)
+        sources["capacity"] = ("spec.gpu.memory", "spec.gpu.sharing")
+    return [Request("gpu", gpu.class_ or builtin_class_for("gpu"), plan.gpus or 1, tuple(selectors), sources, ("spec.gpu",),
+                    capacity)]
+
+
+def _alternative(plan: WorkloadPlan, alt: AlternativePlan, common: list[tuple[str, str]], common_paths: list[str]) -> Request:
+    """A firstAvailable subrequest: the alternative's own class and requirements after the workload's."""
+    spec = (plan.workload.spec.gpu.alternatives or [])[alt.index]
+    at = f"spec.gpu.alternatives[{alt.index}]"
+    own = sel.require_selector_fields(spec.require)
+    selectors = [e for e, _ in common] + [e for e, _ in own]
+    sources: Sources = {"": (at,), "deviceClassName": (f"{at}.class", at), "count": (f"{at}.count", at, "spec.model"),
+                        "selectors": (f"{at}.require", "spec.gpu.require", at)}
+    paths = common_paths + [f"{at}.require.{field}" for _, field in own]
+    sources.update({f"selectors[{j}]": (path, at) for j, path in enumerate(paths)})
+    if alt.min_memory_gib:
+        sources[f"selectors[{len(selectors)}]"] = (f"{at}.count", "spec.model")
+        selectors.append(sel.min_memory(f"{alt.min_memory_gib}Gi"))
+    return Request(f"alt-{alt.index}", spec.class_ or builtin_class_for("gpu"), alt.gpus or 1, tuple(selectors), sources, (at,))
 
 
 def _count_source(plan: WorkloadPlan) -> tuple[str, ...]:
@@ -81,10 +107,19 @@ def _count_source(plan: WorkloadPlan) -> tuple[str, ...]:
     return ("spec.gpu.count", "spec.model", "spec.gpu") if plan.workload.spec.model is not None else ("spec.gpu.count", "spec.gpu")
 
 
-def _request_manifest(req: Request, flat: bool) -> dict[str, Any]:
+def _request_body(req: Request) -> dict[str, Any]:
     body: dict[str, Any] = {"deviceClassName": req.device_class, "allocationMode": "ExactCount", "count": req.count}
     if req.selectors:
         body["selectors"] = sel.selector_list(list(req.selectors))
+    if req.capacity:
+        body["capacity"] = {"requests": dict(req.capacity)}
+    return body
+
+
+def _request_manifest(req: Request, flat: bool) -> dict[str, Any]:
+    if req.alternatives:  # firstAvailable: the same shape in every API version that has it
+        return {"name": req.name, "firstAvailable": [{"name": a.name, **_request_body(a)} for a in req.alternatives]}
+    body = _request_body(req)
     return {"name": req.name, **body} if flat else {"name": req.name, "exactly": body}
 
 
@@ -158,6 +193,8 @@ def claim_spec_with_sources(plan: WorkloadPlan, cluster: ResolvedCluster) -> tup
     sources: Sources = {"devices.requests": ("spec.gpu.mig.slices", "spec.gpu")}
     for i, r in enumerate(reqs):
         sources[f"devices.requests[{i}]"] = r.origin
+        for j, a in enumerate(r.alternatives):
+            sources.update(prefixed(f"devices.requests[{i}].firstAvailable[{j}]", a.sources))
         body = f"devices.requests[{i}]" + ("" if cluster.api.flat_requests else ".exactly")
         sources.update(prefixed(body, r.sources))
     cons = constraints(plan, cluster, reqs)

@@ -40,6 +40,8 @@ def driver_values(cluster: ResolvedCluster, features: ClusterFeatures) -> dict[s
     gates = derived_gates(cluster.driver, features, spec.fabric)
     if gates:
         values["featureGates"] = gates
+    if features.fractional:
+        values["consumableShares"] = "memory"  # a claim without an amount still takes the whole GPU
     if cluster.driver.at_least("25.12"):
         values["resourceApiVersion"] = cluster.api.api_version
     if cluster.mixed_allocation:

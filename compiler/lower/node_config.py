@@ -93,6 +93,9 @@ def gpu_cluster_values(cluster: ResolvedCluster, driver_values: dict[str, Any]) 
     gates = driver_values.get("featureGates")
     if gates:
         dra["featureGates"] = gates
+    shares = driver_values.get("consumableShares")
+    if shares:  # the GPUCluster has no such value; the kubelet plugin reads the chart's env var (consumable-shares demo)
+        dra["gpus"] = {"kubeletPlugin": {"env": [{"name": "CONSUMABLE_SHARES", "value": str(shares)}]}}
     dra["computeDomains"] = {"enabled": bool(driver_values["resources"]["computeDomains"]["enabled"])}
     return {"clusterPolicy": {"deployCR": False}, "gpuCluster": {"deployCR": True}, "draDriver": dra,
             "hostPaths": {"driverInstallDir": cluster.spec.dra_driver.nvidia_driver_root}}

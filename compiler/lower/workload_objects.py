@@ -63,7 +63,9 @@ def nim_objects(plan: WorkloadPlan, claim: ClaimRef, compute_domain_name: str | 
     ngc: dict[str, Any] = {"modelPuller": model.image, "authSecret": w.spec.secrets.ngc_api_key}
     if w.spec.secrets.image_pull:
         ngc["pullSecret"] = w.spec.secrets.image_pull
-    model_sel: dict[str, Any] = {"precision": model.precision, "tensorParallelism": str(plan.tensor_parallelism)}
+    model_sel: dict[str, Any] = {"precision": model.precision}
+    if plan.tensor_parallelism is not None:  # None: alternatives of different sizes, so every profile is cached
+        model_sel["tensorParallelism"] = str(plan.tensor_parallelism)
     if model.engine:
         model_sel["engine"] = model.engine
     ngc["model"] = model_sel

@@ -17,13 +17,29 @@ from .sizing import GIB, Sizing, floor_gib, model_bytes, size_model
 
 
 @dataclass(frozen=True)
+class AlternativePlan:
+    """One of gpu.alternatives sized on the pools that can serve it (a firstAvailable subrequest)."""
+
+    index: int
+    matches: tuple[PoolMatch, ...]
+    gpus: int | None  # None when no pool can serve it
+    sizing: Sizing | None
+    min_memory_gib: int | None
+
+    @property
+    def viable(self) -> bool:
+        return self.gpus is not None and any(m.ok for m in self.matches)
+
+
+@dataclass(frozen=True)
 class WorkloadPlan:
     intent: Intent[GpuWorkload]
     matches: tuple[PoolMatch, ...]
-    gpus: int | None  # full GPUs per pod (per node for multi-node); None for a MIG mix
+    gpus: int | None  # full GPUs per pod (per node for multi-node; the first alternative's); None for a MIG mix
     sizing: Sizing | None
     min_memory_gib: int | None  # per-GPU memory floor sizing adds as a selector
     share_group: str | None
+    alternatives: tuple[AlternativePlan, ...] = ()  # gpu.alternatives, in order
 
     @property
     def workload(self) -> GpuWorkload:
@@ -38,7 +54,12 @@ class WorkloadPlan:
         return self.workload.metadata.namespace
 
     @property
-    def tensor_parallelism(self) -> int:
+    def tensor_parallelism(self) -> int | None:
+        """GPUs a model is split over; None when the alternatives give it different counts (the NIM then
+        picks the profile matching the GPUs it got)."""
+        counts = {a.gpus for a in self.alternatives if a.viable}
+        if len(counts) > 1:
+            return None
         return self.gpus or 1
 
 
@@ -64,6 +85,12 @@ def plan_workload(cluster: ResolvedCluster, intent: Intent[GpuWorkload], fleet: 
         findings.add(intent.error(("spec", "gpu"), f"no node pool of cluster '{cluster.name}' can serve this workload ({reasons})",
                                   "relax gpu.require, or add a matching pool to the cluster"))
     group = w.share_group
+    if gpu.alternatives is not None:
+        return _plan_alternatives(cluster, intent, fleet, findings, shared_with)
+    if gpu.fractional:
+        if w.spec.model is not None and gpu.memory is not None:
+            _check_fraction_holds_model(intent, gpu.memory.bytes, findings)
+        return WorkloadPlan(intent, matches, 1, None, None, group)
     if gpu.mig is not None:
         if w.spec.model is not None and serving:
             _check_mig_holds_model(intent, serving, findings)
@@ -95,6 +122,59 @@ def plan_workload(cluster: ResolvedCluster, intent: Intent[GpuWorkload], fleet: 
                                   f"{max(m.pool.spec.gpu.count for m in serving)} GPUs per node",
                                   "a pod's claims are allocated on one node; use multiNode for more"))
     return WorkloadPlan(intent, matches, count, sizing, min_memory, group)
+
+
+def _plan_alternatives(cluster: ResolvedCluster, intent: Intent[GpuWorkload], fleet: Fleet, findings: Findings,
+                       shared_with: tuple[tuple[str, int], ...]) -> WorkloadPlan:
+    """Each alternative matched and sized on its own pools: the scheduler tries them in order, so one no
+    pool can serve is skipped (a warning), and only none at all is an error."""
+    w = intent.model
+    alternatives = []
+    for i, alt in enumerate(w.spec.gpu.alternatives or ()):
+        path = ("spec", "gpu", "alternatives", i)
+        cls = fleet.classes.get(alt.class_ or "")
+        matches = tuple(match_pools(cluster, w, cls.model.spec.require if cls else None, alt.require))
+        serving = [m for m in matches if m.ok]
+        requested = alt.count if isinstance(alt.count, int) else None
+        sizing = None
+        count: int | None = requested if requested is not None else (1 if w.spec.model is None else None)
+        if w.spec.model is not None and serving:
+            sizing = size_model(w.spec.model, list(matches), requested, None, shared_with)
+            count = sizing.count
+        if count is not None and serving and count > max(m.pool.spec.gpu.count for m in serving):
+            count = None
+        satisfiable = bool(serving) and count is not None
+        if not satisfiable:
+            why = ("; ".join(f"{m.pool.name}: {m.reason}" for m in matches if not m.ok) if not serving
+                   else "the model does not fit the GPUs of the pools that match it")
+            findings.add(intent.warning(path, f"alternative {i + 1} cannot be satisfied on cluster '{cluster.name}' ({why}); "
+                                              "the scheduler skips it and tries the next", "relax its require or count"))
+        floor = floor_gib(sizing.per_gpu) if sizing is not None and sizing.auto and count is not None else None
+        alternatives.append(AlternativePlan(i, matches, count if satisfiable else None, sizing, floor))
+    viable = [a for a in alternatives if a.viable]
+    if not viable:
+        findings.add(intent.error(("spec", "gpu", "alternatives"),
+                                  f"no alternative can be satisfied by a node pool of cluster '{cluster.name}'",
+                                  "relax an alternative's require or count, or add a matching pool"))
+    # a pool serves the workload when it serves some alternative
+    by_pool = {m.pool.name: m for a in reversed(alternatives) for m in a.matches}
+    by_pool.update({m.pool.name: m for a in alternatives for m in a.matches if m.ok})
+    matches = tuple(by_pool[p.name] for p in cluster.pools if p.name in by_pool)
+    first = viable[0] if viable else None
+    return WorkloadPlan(intent, matches, first.gpus if first else None, first.sizing if first else None,
+                        first.min_memory_gib if first else None, w.share_group, tuple(alternatives))
+
+
+def _check_fraction_holds_model(intent: Intent[GpuWorkload], memory: int, findings: Findings) -> None:
+    """A fractional claim is sized by the user; a model that does not fit it runs out of memory at start."""
+    model = intent.model.spec.model
+    assert model is not None
+    need = model_bytes(model)
+    if need > memory:
+        findings.add(intent.error(("spec", "gpu", "memory"),
+                                  f"the model needs {need / GIB:.1f} GiB (weights and KV cache), more than the "
+                                  f"{intent.model.spec.gpu.memory} of GPU memory each replica gets",
+                                  f"raise gpu.memory to at least {-(-need // GIB)}Gi, or lower precision, contextLength or concurrency"))
 
 
 def _mig_memory(pool: PoolMatch, slices) -> int:

@@ -47,7 +47,10 @@ class PoolMatch:
         return not self.reason
 
 
-def match_pools(cluster: ResolvedCluster, workload: GpuWorkload, class_require: Require | None) -> list[PoolMatch]:
+def match_pools(cluster: ResolvedCluster, workload: GpuWorkload, class_require: Require | None,
+                alternative: Require | None = None) -> list[PoolMatch]:
+    """Which pools can serve the workload (or, with `alternative`, that alternative of it: its own require
+    on top of the workload's)."""
     gpu = workload.spec.gpu
     out = []
     for pool in cluster.pools:
@@ -63,6 +66,11 @@ def match_pools(cluster: ResolvedCluster, workload: GpuWorkload, class_require: 
             reason = "GPUs are in static MIG mode (no full-GPU devices)"
         elif gpu.fabric is not None and gpu.fabric.partition_size and gpu.fabric.partition_size not in pool.partitions:
             reason = f"no NVLink partitions of {gpu.fabric.partition_size}"
-        reason = reason or require_mismatch(pool, gpu.require) or require_mismatch(pool, class_require)
+        elif gpu.fractional and pool.mig_dynamic:
+            reason = "its GPUs are MIG-partitioned on demand; fractional GPU memory needs whole GPUs the driver shares"
+        elif gpu.fractional and gpu.memory is not None and gpu.memory.bytes > pool.gpu.memory_bytes:
+            reason = f"memory is {pool.gpu.memory_mib / 1024:.1f}Gi < {gpu.memory}"
+        reason = (reason or require_mismatch(pool, gpu.require) or require_mismatch(pool, class_require)
+                  or require_mismatch(pool, alternative))
         out.append(PoolMatch(pool, reason))
     return out

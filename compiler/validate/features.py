@@ -20,11 +20,14 @@ class ClusterFeatures:
     compute_domains: bool  # some workload is multi-node
     dynamic_mig: bool  # some DRA pool lets the driver create MIG instances on demand
     gpu_resources: bool  # some pool is allocated through DRA
+    fractional: bool = False  # some workload takes a fraction of a GPU's memory (consumable shares)
 
     def capabilities(self, fabric_flavour: str) -> list[str]:
         caps = sorted(self.sharing)
         if self.dynamic_mig:
             caps.append("DynamicMIG")
+        if self.fractional:
+            caps.append("Fractional")
         if self.fabric and fabric_flavour in ("partitionAttributes", "topologyConfig"):
             caps.append(fabric_flavour)
         return caps
@@ -37,6 +40,7 @@ def cluster_features(cluster: ResolvedCluster, workloads: list[GpuWorkload]) -> 
         compute_domains=any(w.spec.gpu.multi_node is not None for w in workloads),
         dynamic_mig=any(p.mig_dynamic for p in cluster.dra_pools),
         gpu_resources=bool(cluster.dra_pools),
+        fractional=any(w.spec.gpu.fractional for w in workloads),
     )
 
 

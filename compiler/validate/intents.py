@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
-from .types import DnsLabel, DnsSubdomain, ParameterCount, QuantityField, Version, parse_quantity
+from .types import DnsLabel, DnsSubdomain, MemoryField, ParameterCount, Version, parse_quantity
 
 API_VERSION = "gpuc.dev/v1alpha1"
 
@@ -79,6 +79,9 @@ class NodePool(Model):
     node_names: list[DnsSubdomain] | None = Field(
         None, description="names of the pool's nodes, when known: gpuc then emits their labels as Node patches")
     driver_version: Version | None = Field(None, description="host NVIDIA driver version the nodes run")
+    extended_resource: bool = Field(
+        False, description="serve device-plugin style pods (resources.limits nvidia.com/gpu, nvidia.com/mig-<profile>) "
+                           "from this DRA pool through DRA extended resources (Kubernetes 1.34+, GA in 1.37)")
 
 
 class Destination(Model):
@@ -141,13 +144,13 @@ class TimeSlicing(Model):
 
 class Mps(Model):
     active_thread_percentage: int | None = Field(None, ge=0, le=100)
-    pinned_memory_limit: QuantityField | None = None
+    pinned_memory_limit: MemoryField | None = None
 
 
 class Require(Model):
     architecture: list[str] | None = None
     product_name: str | None = None
-    min_memory: QuantityField | None = None
+    min_memory: MemoryField | None = None
     min_compute_capability: Version | None = None
     min_driver_version: Version | None = None
     cel: list[str] = Field(default_factory=list)
@@ -174,10 +177,35 @@ class MultiNode(Model):
 GpuCount = Annotated[Literal["auto"] | Annotated[int, Field(ge=1, le=32)], Field(union_mode="left_to_right")]
 
 
+def _count_value(v: Any) -> Any:
+    if v is None or v == "auto" or (isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 32):
+        return v
+    raise ValueError(f"must be 'auto' or a whole number of GPUs from 1 to 32, got {v!r}")
+
+
+class GpuAlternative(Model):
+    """One way to satisfy the GPU request, tried in order (a `firstAvailable` subrequest)."""
+
+    count: GpuCount | None = Field(None, description="GPUs per replica on this alternative; auto: sized from spec.model")
+    require: Require | None = Field(None, description="what this alternative's GPUs must be (with gpu.require, if any)")
+    class_: DnsSubdomain | None = Field(None, alias="class", description="a GpuDeviceClass of this fleet for this alternative")
+
+    @field_validator("count", mode="before")
+    @classmethod
+    def _count(cls, v: Any) -> Any:
+        return _count_value(v)
+
+
 class GpuRequest(Model):
     class_: DnsSubdomain | None = Field(None, alias="class")
     count: GpuCount | None = None
-    sharing: Literal["Exclusive", "Shared", "TimeSlicing", "MPS"] = "Exclusive"
+    sharing: Literal["Exclusive", "Shared", "TimeSlicing", "MPS", "Fractional"] = Field(
+        "Exclusive", description="Exclusive: whole GPUs per replica; Shared/TimeSlicing/MPS: the members of a share group use "
+                                 "one claim; Fractional: each replica gets gpu.memory of one GPU (consumable capacity)")
+    memory: MemoryField | None = Field(None, description="with sharing Fractional: the GPU memory each replica's claim takes")
+    alternatives: list[GpuAlternative] | None = Field(
+        None, min_length=1, max_length=8,
+        description="ways to satisfy the request, tried in order (firstAvailable, at most 8): each with count, require, class")
     share_group: DnsLabel | None = None
     time_slicing: TimeSlicing | None = None
     mps: Mps | None = None
@@ -189,15 +217,18 @@ class GpuRequest(Model):
     @field_validator("count", mode="before")
     @classmethod
     def _count(cls, v: Any) -> Any:
-        if v is None or v == "auto" or (isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 32):
-            return v
-        raise ValueError(f"must be 'auto' or a whole number of GPUs from 1 to 32, got {v!r}")
+        return _count_value(v)
 
     # The one notion of sharing every stage uses.
     @property
     def shared(self) -> bool:
         """The workloads of a share group (namespace and cluster) use one named ResourceClaim."""
-        return self.sharing != "Exclusive"
+        return self.sharing in ("Shared", "TimeSlicing", "MPS")
+
+    @property
+    def fractional(self) -> bool:
+        """Each replica's own claim takes part of one GPU's memory (consumable capacity)."""
+        return self.sharing == "Fractional"
 
     @property
     def driver_sharing(self) -> str | None:
@@ -207,7 +238,7 @@ class GpuRequest(Model):
 
 
 class Cache(Model):
-    size: QuantityField = Field(default_factory=lambda: parse_quantity("50Gi"))
+    size: MemoryField = Field(default_factory=lambda: parse_quantity("50Gi"))
     storage_class: str = ""
     access_mode: Literal["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"] = "ReadWriteOnce"
 

@@ -45,6 +45,23 @@ def parse_quantity(raw: Any) -> Quantity:
     return quantity
 
 
+def parse_memory(raw: Any) -> Quantity:
+    """A memory amount: a quantity with a unit. "40" is 40 bytes to Kubernetes and matches every GPU,
+    which is never what the author meant."""
+    quantity = parse_quantity(raw)
+    text = str(raw).strip()
+    if not re.search(r"[A-Za-z]", text):
+        raise ValueError(f"'{text}' has no unit, so it means {text} bytes; did you mean \"{text}Gi\"?")
+    return quantity
+
+
+MemoryField = Annotated[
+    Quantity,
+    PlainValidator(parse_memory),
+    PlainSerializer(str, return_type=str),
+    WithJsonSchema({"type": "string", "pattern": QUANTITY_PATTERN.replace(")?$", ")$"), "examples": ["40Gi"]}),
+]
+
 QuantityField = Annotated[
     Quantity,
     PlainValidator(parse_quantity),

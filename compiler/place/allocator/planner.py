@@ -19,9 +19,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 
+from ...cel import Quantity
 from ...facts.driver import gpu_driver
 from ...validate.resolved import ResolvedCluster
 from ..inventory import Inventory
+from ..inventory.codec import unqualify
 from .candidates import DeviceIndex
 from .pods import Pod, PodClaim
 from .reasons import explain
@@ -32,6 +34,11 @@ from .state import AllocationState, ClaimResult
 
 Progress = Callable[[int, int], None]
 GPU_DRIVER = gpu_driver()
+
+
+def _quantity(device, domain: str, name: str, amount) -> Quantity:
+    """An amount consumed of a capacity, written in the capacity's own format (binary for memory)."""
+    return Quantity(amount, device.capacity[domain][name].format)
 
 
 def placement_order(pods: list[Pod]) -> list[int]:
@@ -47,7 +54,9 @@ def _placed(results: list[ClaimResult], index: DeviceIndex) -> tuple[PlacedClaim
         for picked in r.devices:
             device = inventory.devices[picked.device]
             s = inventory.slices[device.slice_index]
-            devices.append(PlacedDevice(picked.request, s.driver, s.pool, device.name, picked.admin))
+            consumed = tuple((unqualify(domain, name, device.driver), str(_quantity(device, domain, name, amount)))
+                             for (domain, name), amount in sorted((picked.taken or {}).items()) if picked.asked)
+            devices.append(PlacedDevice(picked.request, s.driver, s.pool, device.name, picked.admin, consumed))
         out.append(PlacedClaim(r.claim.key, r.claim.label, r.claim.source, r.claim.shared, tuple(devices)))
     return tuple(out)
 
@@ -78,6 +87,8 @@ class Planner:
         start = 0 if pinned else max(self._cursor.get(shape, 0), self.frontier.first_fit(todo))
         candidates = sorted(pinned) if pinned else self.nodes[start:]
         needed = _free_devices_needed(todo)
+        ranked = _has_alternatives(todo)
+        best: tuple[int, str, list[ClaimResult]] | None = None
         try:
             for node in candidates:
                 if self.state.free_on(node) < needed or not self._could_fit(todo, node):
@@ -85,13 +96,24 @@ class Planner:
                 else:
                     results = allocate_on_node(node, todo, self.index, self.state)
                 if results is not None:
-                    self.state.commit(results)
-                    return self._outcome(pod, node, done + results)
-                if not pinned:
+                    if not ranked:
+                        self.state.commit(results)
+                        return self._outcome(pod, node, done + results)
+                    # firstAvailable: the scheduler scores nodes by the alternatives they satisfy (KEP-4816 beta),
+                    # so the first node where the most preferred ones fit wins, not the first node that fits
+                    rank = _alternative_rank(results)
+                    if best is None or rank < best[0]:
+                        best = (rank, node, results)
+                    if rank == 0:
+                        break
+                elif not pinned and best is None:
                     start += 1
                     self._cursor[shape] = start
         except (AllocationError, ClaimError) as exc:
             return self._failed(pod, str(exc), error=True)
+        if best is not None:
+            self.state.commit(best[2])
+            return self._outcome(pod, best[1], done + best[2])
         if pinned:
             node = next(iter(pinned))
             return self._failed(pod, f"it must run on node {node}, where its shared claim is allocated, but "
@@ -186,6 +208,21 @@ def _has_free(candidates: list[int], in_use: bytearray, need: int) -> bool:
     return free >= need
 
 
+def _has_alternatives(claims: list[PodClaim]) -> bool:
+    return any(len(r.options) > 1 for c in claims for r in c.spec.requests)  # type: ignore[union-attr]
+
+
+def _alternative_rank(results: list[ClaimResult]) -> int:
+    """How far down their firstAvailable lists the claims' requests went (0: every first choice)."""
+    rank = 0
+    for result in results:
+        chosen = {d.request for d in result.devices}
+        for request in result.claim.spec.requests:  # type: ignore[union-attr]
+            if len(request.options) > 1:
+                rank += next((i for i, o in enumerate(request.options) if o.name in chosen), 0)
+    return rank
+
+
 def _free_devices_needed(claims: list[PodClaim]) -> int:
     """A lower bound of the free devices a node needs for `claims` (admin access needs none)."""
     total = 0
@@ -247,7 +284,7 @@ def plan_pods(cluster: ResolvedCluster, inventory: Inventory, classes: dict[str,
     validate gate, which only reports unplaceable pods) placed pods carry no devices and pool usage is
     left out: a tenth of the planning time at thousands of pods."""
     planner = Planner(inventory, classes, record_devices=detail)
-    before = bytearray(planner.state.in_use)
+    before = bytearray(planner.state.held)
     outcomes: list[PodOutcome | None] = [None] * len(pods)
     for done, i in enumerate(placement_order(pods)):
         outcomes[i] = planner.place(pods[i])
@@ -257,5 +294,5 @@ def plan_pods(cluster: ResolvedCluster, inventory: Inventory, classes: dict[str,
         cluster=cluster.name, kubernetes=cluster.api.kubernetes, driver=cluster.spec.dra_driver.version,
         inventory=inventory.source, nodes=len(inventory.nodes), devices=len(inventory.devices),
         pods=tuple(o for o in outcomes if o is not None),
-        pools=usage(cluster, inventory, before, planner.state.in_use) if detail else (),
+        pools=usage(cluster, inventory, before, planner.state.held) if detail else (),
         warnings=inventory.warnings, devices_of=inventory)

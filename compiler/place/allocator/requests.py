@@ -1,9 +1,9 @@
 """Claims and DeviceClasses as the allocator reads them, parsed from manifests of any resource.k8s.io version.
 
 v1beta1 writes a request's fields on the request itself; v1beta2 and v1 put them under `exactly`
-or list alternatives under `firstAvailable`. Both parse into the same typed records. Fields the
-1.34 allocator refuses with its default feature gates (distinctAttribute and capacity requests
-need the alpha DRAConsumableCapacity gate) are refused here too, with the reason.
+or list alternatives under `firstAvailable`. Both parse into the same typed records. Capacity
+requests (consumable capacity, DRAConsumableCapacity) are parsed; whether the cluster serves them is
+the validation stage's question. distinctAttribute constraints are refused with the reason.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ...cel import Quantity, QuantityError
 from ...facts.platform import dra_limits
 
 EXACT_COUNT, ALL = "ExactCount", "All"
@@ -30,6 +31,7 @@ class Option:
     mode: str  # ExactCount | All
     count: int  # 0 for All
     admin_access: bool = False
+    capacity: tuple[tuple[str, Quantity], ...] = ()  # capacity.requests: name (unqualified: the device's driver) -> amount
 
 
 @dataclass(frozen=True)
@@ -96,8 +98,7 @@ def _selectors(raw: Any, where: str) -> tuple[str, ...]:
 
 def _option(name: str, body: Any, where: str, allow_admin: bool) -> Option:
     body = _mapping(body, where)
-    if body.get("capacity"):
-        raise ClaimError(f"{where}.capacity needs the DRAConsumableCapacity feature gate (alpha, off in Kubernetes 1.34)")
+    capacity = _capacity(body.get("capacity"), f"{where}.capacity")
     device_class = body.get("deviceClassName")
     if not isinstance(device_class, str) or not device_class:
         raise ClaimError(f"{where}.deviceClassName is required")
@@ -112,7 +113,20 @@ def _option(name: str, body: Any, where: str, allow_admin: bool) -> Option:
     admin = body.get("adminAccess") is True
     if admin and not allow_admin:
         raise ClaimError(f"{where}.adminAccess is not allowed on a firstAvailable subrequest")
-    return Option(name, device_class, _selectors(body.get("selectors"), where), mode, count, admin)
+    return Option(name, device_class, _selectors(body.get("selectors"), where), mode, count, admin, capacity)
+
+
+def _capacity(raw: Any, where: str) -> tuple[tuple[str, Quantity], ...]:
+    if raw is None:
+        return ()
+    requests = _mapping(_mapping(raw, where).get("requests") or {}, f"{where}.requests")
+    out = []
+    for name, value in sorted(requests.items()):
+        try:
+            out.append((str(name), Quantity.parse(value)))
+        except QuantityError as exc:
+            raise ClaimError(f"{where}.requests.{name}: {exc}") from None
+    return tuple(out)
 
 
 def _request(raw: Any, where: str) -> Request:

@@ -16,11 +16,14 @@ class PlacedDevice(NamedTuple):  # built per placed device: a NamedTuple costs a
     pool: str
     device: str
     admin: bool = False
+    consumed: tuple[tuple[str, str], ...] = ()  # (capacity name, amount) it takes of a device others share
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"request": self.request, "driver": self.driver, "pool": self.pool, "device": self.device}
         if self.admin:
             out["adminAccess"] = True
+        if self.consumed:
+            out["consumedCapacity"] = dict(self.consumed)
         return out
 
 

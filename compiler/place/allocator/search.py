@@ -17,6 +17,7 @@ from typing import Any
 
 from ...facts.platform import dra_limits
 from ..inventory import Device
+from ..inventory.capacity import Consumption, consumption, fits
 from .candidates import DeviceIndex
 from .pods import PodClaim
 from .requests import ALL, Constraint, Option
@@ -61,6 +62,7 @@ class _Search:
         self.limit = dra_limits()["devicesPerClaim"]
         self.steps = [(ci, r) for ci, c in enumerate(claims) for r in c.spec.requests]  # type: ignore[union-attr]
         self.taking: dict[int, int] = {}  # device -> how many picks of this call hold it
+        self.consuming: dict[int, Consumption] = {}  # device -> capacity this call's picks consume of it (multi devices)
         self.claim_taking: set[tuple[int, int]] = set()  # (claim, device)
         self.counter_use: dict[tuple[tuple[str, str], str, str], Any] = {}  # (pool, set, counter) -> used by this call
         self.invalid = index.invalid_devices
@@ -85,9 +87,22 @@ class _Search:
         return False
 
     def _available(self, ci: int, option: Option, d: int) -> bool:
+        if option.capacity or self.state.multi[d]:
+            return self._has_capacity(option, d)
         if option.admin_access:
             return (ci, d) not in self.claim_taking
         return not self.state.in_use[d] and d not in self.taking
+
+    def _has_capacity(self, option: Option, d: int) -> bool:
+        """Consumable capacity: a device that allows multiple allocations holds the request while its
+        capacities last; any other device must be free and large enough for every amount requested."""
+        device = self.devices[d]
+        taken = consumption(device, option.capacity)
+        if taken is None:
+            return False
+        if not device.multi:
+            return not self.state.in_use[d] and d not in self.taking
+        return fits(device, taken, self.state.consumed.get(d), self.consuming.get(d))
 
     def _exact(self, ci: int, option: Option, remaining: int, start: int, k: int) -> bool:
         if remaining == 0:
@@ -163,12 +178,21 @@ class _Search:
             added.append(m)
         self.taking[d] = self.taking.get(d, 0) + 1
         self.claim_taking.add((ci, d))
-        self.picked[ci].append(DeviceResult(option.name, d, option.admin_access))
+        taken = consumption(device, option.capacity) if device.multi else None
+        if taken:
+            mine = self.consuming.setdefault(d, {})
+            for key, amount in taken.items():
+                mine[key] = mine.get(key, 0) + amount
+        self.picked[ci].append(DeviceResult(option.name, d, option.admin_access, taken, bool(option.capacity)))
         return True
 
     def _release(self, ci: int, option: Option, d: int) -> None:
         device = self.devices[d]
-        self.picked[ci].pop()
+        taken = self.picked[ci].pop().taken
+        if taken:
+            mine = self.consuming[d]
+            for key, amount in taken.items():
+                mine[key] -= amount
         self.claim_taking.discard((ci, d))
         left = self.taking[d] - 1
         if left:

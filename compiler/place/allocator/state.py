@@ -1,8 +1,9 @@
 """Allocator state: what is allocated so far, kept apart from the search that reads it.
 
 Like `structured.AllocatedState` in Kubernetes: the devices in use, the shared counters each pool
-has left, and the shared ResourceClaims already allocated (pinned to their node). The search never
-writes here; a successful placement is applied with `commit`.
+has left, the capacity consumed of devices that allow multiple allocations, and the shared
+ResourceClaims already allocated (pinned to their node). The search never writes here; a successful
+placement is applied with `commit`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from fractions import Fraction
 from typing import NamedTuple
 
 from ..inventory import Inventory
+from ..inventory.capacity import Consumption
 from .pods import PodClaim
 
 
@@ -18,6 +20,8 @@ class DeviceResult(NamedTuple):  # NamedTuples: built per device tried and per c
     request: str  # the request, or "request/subrequest" for firstAvailable
     device: int  # index into Inventory.devices
     admin: bool = False  # adminAccess: does not make the device unavailable to others
+    taken: Consumption | None = None  # what it consumes of a device that allows multiple allocations
+    asked: bool = False  # the request named capacity amounts (a fractional claim), so reports show what it took
 
 
 class ClaimResult(NamedTuple):
@@ -29,7 +33,10 @@ class ClaimResult(NamedTuple):
 class AllocationState:
     def __init__(self, inventory: Inventory) -> None:
         self.inventory = inventory
-        self.in_use = bytearray(len(inventory.devices))
+        self.in_use = bytearray(len(inventory.devices))  # allocated, so no other claim may have it
+        self.held = bytearray(len(inventory.devices))  # allocated at all (devices allowing multiple allocations too)
+        self.multi = bytearray(d.multi for d in inventory.devices)
+        self.consumed: dict[int, Consumption] = {}  # device -> capacity its allocations consume
         self.pinned: dict[str, ClaimResult] = {}  # shared claim key -> its allocation
         self._counters: dict[tuple[str, str], dict[str, dict[str, int | Fraction]]] = {}
         # Devices not in use, per node they are bound to (None: node-independent slices), any driver: a node
@@ -63,9 +70,16 @@ class AllocationState:
                     # Not an allocation others respect: the scheduler leaves admin-access results out of the
                     # allocated devices, so they neither block the device nor hold its counters afterwards.
                     continue
-                self.in_use[picked.device] = 1
                 device = devices[picked.device]
-                self._free[self._node(device)] -= 1
+                self.held[picked.device] = 1
+                if device.multi:  # others may still get it while its capacity lasts
+                    if picked.taken:
+                        total = self.consumed.setdefault(picked.device, {})
+                        for key, amount in picked.taken.items():
+                            total[key] = total.get(key, 0) + amount
+                else:
+                    self.in_use[picked.device] = 1
+                    self._free[self._node(device)] -= 1
                 pool = self.inventory.pool_of(device) if device.consumes else None
                 for use in device.consumes:
                     left = self.counters(pool).get(use.counter_set)  # type: ignore[arg-type]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...cel import Quantity, Semver
-from .model import AttrValue, CounterUse, Device, ResourceSlice
+from .model import AttrValue, CounterUse, Device, RequestPolicy, ResourceSlice
 
 NESTED_DEVICE_APIS = ("resource.k8s.io/v1beta1",)
 ATTRIBUTE_TYPES = ("string", "int", "bool", "version")
@@ -65,10 +65,13 @@ def encode_device(device: Device, nested: bool) -> dict[str, Any]:
                   for dom, values in device.attributes.items() for ident, v in values.items()}
     if attributes:
         body["attributes"] = dict(sorted(attributes.items()))
-    capacity = {unqualify(dom, ident, device.driver): {"value": str(q)}
+    policies = device.policies or {}
+    capacity = {unqualify(dom, ident, device.driver): _capacity(q, policies.get(dom, {}).get(ident))
                 for dom, values in device.capacity.items() for ident, q in values.items()}
     if capacity:
         body["capacity"] = dict(sorted(capacity.items()))
+    if device.multi:
+        body["allowMultipleAllocations"] = True
     if device.consumes:
         body["consumesCounters"] = [{"counterSet": c.counter_set, "counters": _counters(c.counters)} for c in device.consumes]
     if device.node_name:
@@ -76,6 +79,21 @@ def encode_device(device: Device, nested: bool) -> dict[str, Any]:
     if device.all_nodes:
         body["allNodes"] = True
     return {"name": device.name, "basic": body} if nested else {"name": device.name, **body}
+
+
+def _capacity(quantity: Quantity, policy: RequestPolicy | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"value": str(quantity)}
+    if policy is not None:
+        encoded: dict[str, Any] = {}
+        if policy.default is not None:
+            encoded["default"] = str(policy.default)
+        bounds = {k: str(q) for k, q in (("min", policy.minimum), ("max", policy.maximum), ("step", policy.step)) if q is not None}
+        if bounds:
+            encoded["validRange"] = bounds
+        if policy.valid_values:
+            encoded["validValues"] = [str(q) for q in policy.valid_values]
+        out["requestPolicy"] = encoded
+    return out
 
 
 def encode_slice(s: ResourceSlice, api_version: str, metadata: dict[str, Any]) -> dict[str, Any]:

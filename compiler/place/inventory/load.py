@@ -27,7 +27,7 @@ from ...load.yaml_source import MAX_NODES, SourceDoc, check_nesting, decode, par
 from ...validate.resolved import ResolvedCluster
 from ...validate.types import DNS_LABEL
 from .codec import NESTED_DEVICE_APIS, counter_use, decode_attribute, qualify
-from .model import CounterUse, Device, Inventory, NodeInfo, ResourceSlice, build_inventory, natural_key
+from .model import CounterUse, Device, Inventory, NodeInfo, RequestPolicy, ResourceSlice, build_inventory, natural_key
 
 API_VERSIONS = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1")
 LIST_KINDS = ("List", "ResourceSliceList")
@@ -174,18 +174,49 @@ def _device(reader: _Reader, raw: Any, where: Location, driver: str, api: str) -
         except (ValueError, SemverError) as exc:
             reader.fail((doc, base + ("attributes", key)), str(exc))
     capacity: dict[str, dict[str, Quantity]] = {}
+    policies: dict[str, dict[str, RequestPolicy]] = {}
     for key, value in (reader.get(body, "capacity", (doc, base), dict, required=False) or {}).items():
         q = _quantity(reader, value, (doc, base + ("capacity", key)))
         if q is not None:
             domain, ident = qualify(str(key), driver)
             capacity.setdefault(domain, {})[ident] = q
+            if isinstance(value, dict) and value.get("requestPolicy") is not None:
+                policy = _policy(reader, value["requestPolicy"], (doc, base + ("capacity", key, "requestPolicy")))
+                if policy is not None:
+                    policies.setdefault(domain, {})[ident] = policy
     consumes = _consumes(reader, reader.get(body, "consumesCounters", (doc, base), list, required=False) or [],
                          (doc, base + ("consumesCounters",)))
     if name is None:
         return None
+    multi = reader.get(body, "allowMultipleAllocations", (doc, base), bool, required=False) is True
     return Device(name, driver, attributes, capacity, consumes, binding_conditions=bool(body.get("bindingConditions")),
                   node_name=body.get("nodeName") if isinstance(body.get("nodeName"), str) else None,
-                  all_nodes=body.get("allNodes") is True)
+                  all_nodes=body.get("allNodes") is True, multi=multi, policies=policies or None)
+
+
+def _policy(reader: _Reader, raw: Any, where: Location) -> RequestPolicy | None:
+    """A capacity's requestPolicy: {default, validRange: {min, max, step}} or {default, validValues}."""
+    if not isinstance(raw, dict):
+        reader.fail(where, "must be a mapping (default, validRange or validValues)")
+        return None
+    doc, path = where
+
+    def amount(value: Any, at: tuple) -> Quantity | None:
+        if value is None:
+            return None
+        try:
+            return Quantity.parse(value)
+        except QuantityError as exc:
+            reader.fail((doc, path + at), str(exc))
+            return None
+
+    bounds: dict = raw["validRange"] if isinstance(raw.get("validRange"), dict) else {}
+    values: list = raw["validValues"] if isinstance(raw.get("validValues"), list) else []
+    return RequestPolicy(default=amount(raw.get("default"), ("default",)),
+                         minimum=amount(bounds.get("min"), ("validRange", "min")),
+                         maximum=amount(bounds.get("max"), ("validRange", "max")),
+                         step=amount(bounds.get("step"), ("validRange", "step")),
+                         valid_values=tuple(q for i, v in enumerate(values) if (q := amount(v, ("validValues", i))) is not None))
 
 
 def _slice(reader: _Reader, raw: Any, where: Location, source: _Source) -> ResourceSlice | None:

@@ -27,6 +27,19 @@ class CounterUse:
     counters: tuple[tuple[str, Quantity], ...]
 
 
+@dataclass(frozen=True, slots=True)
+class RequestPolicy:
+    """How a request consumes a capacity of a device that allows multiple allocations (KEP-5075):
+    `default` when the request names no amount, else the amount rounded up into `valid_range`
+    (min, max, step) or to the next of `valid_values`."""
+
+    default: Quantity | None = None
+    minimum: Quantity | None = None
+    maximum: Quantity | None = None
+    step: Quantity | None = None
+    valid_values: tuple[Quantity, ...] = ()
+
+
 @dataclass(eq=False, slots=True)
 class Device:
     name: str
@@ -42,6 +55,8 @@ class Device:
     # Devices with the same template (>= 0) publish the same driver, capacity and attributes except those
     # Inventory.varying names: a synthesized pool's device at one place on each of its nodes. -1: unknown.
     template: int = -1
+    multi: bool = False  # allowMultipleAllocations: several claims share it while its capacity lasts
+    policies: dict[str, dict[str, RequestPolicy]] | None = None  # domain -> capacity name -> its request policy
 
     def attribute(self, qualified: str) -> AttrValue | None:
         domain, _, name = qualified.rpartition("/")

@@ -34,7 +34,7 @@ from ...facts.platform import SliceLayout, slice_layout
 from ...validate.resolved import ResolvedCluster, ResolvedPool
 from ...validate.types import normalize_version
 from .codec import decode_attribute, qualify
-from .model import AttrValue, CounterUse, Device, Inventory, NodeInfo, ResourceSlice, build_inventory
+from .model import AttrValue, CounterUse, Device, Inventory, NodeInfo, RequestPolicy, ResourceSlice, build_inventory
 
 GPU_DRIVER = gpu_driver()
 SYNTHESIZED = "synthesized"
@@ -48,6 +48,7 @@ class DriverSetup:
     gpus: bool  # resources.gpus.enabled: the GPU kubelet plugin publishes slices
     compute_domains: bool  # resources.computeDomains.enabled: the compute-domain plugin does
     gates: frozenset[str]  # driver feature gates that are on
+    consumable_shares: str = ""  # consumableShares in effect: "memory", "unlimited", a number of shares, or ""
 
 
 def driver_setup(line: DriverLine, values: dict[str, Any]) -> DriverSetup:
@@ -55,8 +56,36 @@ def driver_setup(line: DriverLine, values: dict[str, Any]) -> DriverSetup:
     gates = {name for name, g in gates_on(line).items() if g.default}
     for name, on in (values.get("featureGates") or {}).items():
         (gates.add if on is True else gates.discard)(name)
+    shares = str(values.get("consumableShares") or "") if "ConsumableShares" in gates else ""
     return DriverSetup(line, resources.get("gpus", {}).get("enabled", True) is True,
-                       resources.get("computeDomains", {}).get("enabled", True) is True, frozenset(gates))
+                       resources.get("computeDomains", {}).get("enabled", True) is True, frozenset(gates),
+                       "" if shares == "disabled" else shares)
+
+
+MIB = 1 << 20
+
+
+def shared_capacity(mode: str, capacity: dict[str, dict[str, Quantity]]
+                    ) -> tuple[dict[str, dict[str, Quantity]], dict[str, dict[str, RequestPolicy]]] | None:
+    """What a GPU or MIG device publishes with consumable shares on (demo/specs/consumable-shares/README.md
+    of driver 0.5): allowMultipleAllocations, and a request policy on `memory` (and a `shares` capacity
+    for a number of shares). None when `mode` does not make devices shareable."""
+    memory = capacity.get(GPU_DRIVER, {}).get("memory")
+    if not mode or memory is None:
+        return None
+    total = Quantity.of_bytes(memory.bytes // MIB * MIB)
+    step = Quantity.of_bytes(MIB)
+    if mode == "memory":  # a claim without an amount takes the whole device
+        policy = RequestPolicy(default=total, minimum=step, step=step)
+    else:  # unlimited, or a number of shares: a claim without an amount takes no memory
+        policy = RequestPolicy(default=Quantity(0), minimum=Quantity(0), maximum=total, step=step)
+    capacities = {GPU_DRIVER: dict(capacity[GPU_DRIVER])}
+    policies = {GPU_DRIVER: {"memory": policy}}
+    if mode not in ("memory", "unlimited"):
+        shares = int(mode)
+        capacities[GPU_DRIVER]["shares"] = Quantity(shares)
+        policies[GPU_DRIVER]["shares"] = RequestPolicy(default=Quantity(1), minimum=Quantity(1), maximum=Quantity(shares), step=Quantity(1))
+    return capacities, policies
 
 
 class _Gpu(NamedTuple):  # NamedTuple, not a frozen dataclass: built per GPU and device, and a third the cost
@@ -245,6 +274,9 @@ class _Builder:
             value = source(ctx)
             if value is not None:
                 attributes[domain][ident] = value
+        shared = shared_capacity(self.setup.consumable_shares, capacity) if not consumes else None
+        if shared is not None:  # not with DynamicMIG's counters: a device shares its capacity, not its counter set
+            return Device(name, GPU_DRIVER, attributes, shared[0], consumes, template=number, multi=True, policies=shared[1])
         return Device(name, GPU_DRIVER, attributes, capacity, consumes, template=number)
 
     def gpu(self, node: str, i: int) -> _Gpu:

@@ -14,6 +14,7 @@ from ..documents import Fleet
 from ..resolved import ResolvedCluster
 from .chart_values import check_chart_values
 from .classes import check_classes
+from .dra_features import check_dra_features
 from .gates import check_gates
 from .operators import check_operator_modes
 from .share_groups import check_share_groups
@@ -21,7 +22,8 @@ from .workloads import check_workloads
 
 Rule = Callable[[Fleet, dict[str, ResolvedCluster], Findings], None]
 
-RULES: list[Rule] = [check_classes, check_workloads, check_share_groups, check_gates, check_chart_values, check_operator_modes]
+RULES: list[Rule] = [check_classes, check_workloads, check_dra_features, check_share_groups, check_gates, check_chart_values,
+                     check_operator_modes]
 
 
 def check_intents(fleet: Fleet, clusters: dict[str, ResolvedCluster], findings: Findings) -> None:
