@@ -185,10 +185,10 @@ def test_partition_ids_follow_the_fabric_manager_table():
 
 def test_compute_domain_slice_per_node_only_when_compute_domains_are_enabled(fleet):
     multi = {"t.yaml": [workload_doc("trainer", gpu={"count": 4, "multiNode": {"nodes": 2}})]}
-    inv = inventory(fleet, pools=[h100_pool()], workloads=multi)
+    inv = inventory(fleet, pools=[{"name": "gb200", "nodes": 2, "gpu": {"model": "GB200-186GB", "count": 4}}], workloads=multi)  # ComputeDomains need multi-node NVLink
     cd = [s for s in inv.slices if s.driver == "compute-domain.nvidia.com"]
-    assert [(s.node_name, [d.name for d in s.devices]) for s in cd] == [("h100-0", ["channel-0", "daemon-0"]),
-                                                                         ("h100-1", ["channel-0", "daemon-0"])]
+    assert [(s.node_name, [d.name for d in s.devices]) for s in cd] == [("gb200-0", ["channel-0", "daemon-0"]),
+                                                                         ("gb200-1", ["channel-0", "daemon-0"])]
     assert cd[0].devices[0].attributes == {"compute-domain.nvidia.com": {"type": "channel", "id": 0}}
     assert not [s for s in inventory(fleet, pools=[h100_pool()]).slices if s.driver == "compute-domain.nvidia.com"]
 

@@ -6,6 +6,7 @@ import pytest
 import yaml
 
 from conftest import NIM_SECRETS, cluster_doc, compile_single, gpuc, nim_model, objects_of, workload_doc
+from test_input_errors import render_rejected
 
 A100_MIG = {"name": "a100", "nodes": 1, "gpu": {"model": "A100-80GB", "count": 8}, "mig": {"layout": "all-balanced"}}
 H100 = {"name": "h100", "nodes": 2, "gpu": {"model": "H100-80GB", "count": 8}, "nvlink": {"partitions": [2, 4, 8]}}
@@ -36,7 +37,7 @@ def test_driver_chart_per_version(fleet, driver, chart, repo):
 
 def test_driver_values_for_gpu_resources_and_compute_domains(fleet):
     w = workload_doc(gpu={"count": 4, "multiNode": {"nodes": 2}})
-    values = release(compile_single(fleet(workloads={"w.yaml": [w]})), "dra-driver").values
+    values = release(compile_single(fleet(clusters=[cluster_doc(pools=[{"name": "gb200", "nodes": 2, "gpu": {"model": "GB200-186GB", "count": 4}}])], workloads={"w.yaml": [w]})), "dra-driver").values
     assert values["gpuResourcesEnabledOverride"] is True
     assert values["resources"] == {"gpus": {"enabled": True}, "computeDomains": {"enabled": True}}
     assert values["nvidiaDriverRoot"] == "/run/nvidia/driver"
@@ -286,8 +287,8 @@ def test_require_becomes_request_selectors(fleet):
 
 @pytest.mark.parametrize("driver,num_nodes", [("25.12.0", 4), ("0.4.1", None)])
 def test_compute_domain(fleet, driver, num_nodes):
-    w = workload_doc(replicas=2, gpu={"count": 8, "multiNode": {"nodes": 2}})
-    compiled = compile_single(fleet(clusters=[cluster_doc(driver=driver)], workloads={"w.yaml": [w]}))
+    w = workload_doc(replicas=2, gpu={"count": 4, "multiNode": {"nodes": 2}})
+    compiled = compile_single(fleet(clusters=[cluster_doc(driver=driver, pools=[{"name": "gb200", "nodes": 2, "gpu": {"model": "GB200-186GB", "count": 4}}])], workloads={"w.yaml": [w]}))
     cd = one(objects_of(compiled, "ComputeDomain"))
     assert cd["apiVersion"] == "resource.nvidia.com/v1beta1"
     assert cd["spec"].get("numNodes") == num_nodes
@@ -348,12 +349,31 @@ def test_shared_nim_uses_the_named_claim(fleet):
 
 
 def test_multi_node_nim_references_the_compute_domain(fleet):
-    w = workload_doc(model=nim_model("405B", precision="fp8"), secrets=NIM_SECRETS, gpu={"count": 8, "multiNode": {"nodes": 2}})
-    compiled = compile_single(fleet(workloads={"w.yaml": [w]}))
+    w = workload_doc(model=nim_model("405B", precision="fp8"), secrets=NIM_SECRETS, gpu={"count": 4, "multiNode": {"nodes": 2}})
+    compiled = compile_single(fleet(clusters=[cluster_doc(pools=[{"name": "gb200", "nodes": 2, "gpu": {"model": "GB200-186GB", "count": 4}}])], workloads={"w.yaml": [w]}))
     cd = one(objects_of(compiled, "ComputeDomain"))
     assert one(objects_of(compiled, "NIMService"))["spec"]["multiNode"] == {
-        "backendType": "lws", "parallelism": {"tensor": 8, "pipeline": 2},
+        "backendType": "lws", "parallelism": {"tensor": 4, "pipeline": 2},
         "computeDomain": {"create": False, "name": cd["metadata"]["name"]}}
+
+
+def test_multi_node_without_nvlink_across_nodes_runs_without_a_compute_domain(fleet):
+    """H100 HGX nodes have NVLink only within a node: a ComputeDomain would never become Ready, so the nodes
+    of a replica talk over the network, and the NIM runs multi-node over LWS without one."""
+    w = workload_doc(model=nim_model("405B", precision="fp8"), secrets=NIM_SECRETS, gpu={"count": 8, "multiNode": {"nodes": 2}})
+    compiled = compile_single(fleet(workloads={"w.yaml": [w]}))
+    assert objects_of(compiled, "ComputeDomain") == []
+    assert one(objects_of(compiled, "NIMService"))["spec"]["multiNode"] == {
+        "backendType": "lws", "parallelism": {"tensor": 8, "pipeline": 2}}
+    assert release(compiled, "dra-driver").values["resources"]["computeDomains"] == {"enabled": False}
+    assert not compiled.channels
+
+
+def test_multi_node_on_mixed_hardware_is_refused_with_the_fix(fleet):
+    pools = [{"name": "gb200", "nodes": 2, "gpu": {"model": "GB200-186GB", "count": 4}}, {"name": "h100", "nodes": 2, "gpu": {"model": "H100-80GB", "count": 8}}]
+    w = workload_doc(gpu={"count": 4, "multiNode": {"nodes": 2}})
+    render_rejected(fleet(clusters=[cluster_doc(pools=pools)], workloads={"w.yaml": [w]}), "spec.gpu.multiNode",
+                    "gb200 (multi-node NVLink) and h100 (no NVLink across nodes)", "narrow gpu.require", code=1)
 
 
 # ------------------------------------------------------------------------------------ every object
@@ -392,8 +412,9 @@ def test_argocd_applications(fleet):
 def test_first_sync_and_pruning_options(fleet):
     """Custom resources survive the dry run before their CRDs exist; namespaces are never pruned with their
     contents; the partial ClusterPolicy keeps its server-side-apply patch options."""
-    w = workload_doc(model=nim_model(), secrets=NIM_SECRETS, gpu={"count": 2, "multiNode": {"nodes": 2}})
-    cluster = cluster_doc(pools=[H100], gpuOperator={"mode": "patch"})
+    w = workload_doc(model=nim_model(), secrets=NIM_SECRETS,
+                     gpu={"count": 2, "multiNode": {"nodes": 2}, "require": {"architecture": ["Blackwell"]}})
+    cluster = cluster_doc(pools=[H100, {"name": "gb200", "nodes": 2, "gpu": {"model": "GB200-186GB", "count": 4}}], gpuOperator={"mode": "patch"})
     compiled = compile_single(fleet(clusters=[cluster], workloads={"w.yaml": [w]}))
     options = {o.kind: o.manifest["metadata"]["annotations"].get("argocd.argoproj.io/sync-options") for o in compiled.objects}
     for kind in ("ComputeDomain", "NIMCache", "NIMService"):

@@ -374,7 +374,7 @@ def test_dotted_value_key_is_explained(fleet):
 ])
 def test_user_values_cannot_switch_off_what_the_workloads_need(fleet, values, message):
     w = workload_doc(gpu={"count": 2, "multiNode": {"nodes": 2}})
-    render_rejected(fleet(clusters=[cluster_doc(draDriver={"values": values})], workloads={"w.yaml": [w]}),
+    render_rejected(fleet(clusters=[cluster_doc(draDriver={"values": values}, pools=[{"name": "gb200", "nodes": 2, "gpu": {"model": "GB200-186GB", "count": 4}}])], workloads={"w.yaml": [w]}),
                     message, "remove it from draDriver.values: gpuc sets it to true")
 
 

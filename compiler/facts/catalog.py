@@ -49,6 +49,17 @@ class GpuModel:
     pci_device_ids: tuple[str, ...]
     mig: MigGeometry | None
     addressing_mode: str | None = None  # overrides hostDefaults.addressingMode
+    nvlink: str = "none"  # nvswitch | mnnvl | none (see data/gpu_catalog.yaml)
+
+    @property
+    def nvlink_within_node(self) -> bool:
+        """Every GPU of a node is NVLink-connected to every other (NVSwitch)."""
+        return self.nvlink in ("nvswitch", "mnnvl")
+
+    @property
+    def multi_node_nvlink(self) -> bool:
+        """NVLink reaches across nodes (an NVL72 domain): what a ComputeDomain needs."""
+        return self.nvlink == "mnnvl"
 
     @property
     def memory_bytes(self) -> int:
@@ -112,6 +123,7 @@ def gpu_models() -> dict[str, GpuModel]:
             pci_device_ids=tuple(m["pciDeviceIds"]),
             mig=_geometry(m["mig"], table["migShapes"]) if "mig" in m else None,
             addressing_mode=m.get("addressingMode"),
+            nvlink=m.get("nvlink", "none"),
         )
     return models
 

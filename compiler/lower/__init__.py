@@ -56,7 +56,7 @@ def lower_cluster(plan: ClusterPlan, fleet: Fleet) -> CompiledCluster:
     compiled.claims = refs
     for p in plans:
         cd_name = None
-        if p.workload.spec.gpu.multi_node is not None:
+        if p.compute_domain:
             cd, channel = compute_domain(cluster, p)
             compiled.objects.append(cd)
             compiled.channels[f"{p.namespace}/{p.name}"] = channel

@@ -99,12 +99,11 @@ def nim_objects(plan: WorkloadPlan, claim: ClaimRef, compute_domain_name: str | 
         "draResources": [dra],
         "expose": {"service": {"type": w.spec.expose.type, "port": w.spec.expose.port}},
     }
-    if w.spec.gpu.multi_node is not None and compute_domain_name:
-        spec["multiNode"] = {
-            "backendType": "lws",
-            "parallelism": {"tensor": plan.tensor_parallelism, "pipeline": w.spec.gpu.multi_node.nodes},
-            "computeDomain": {"create": False, "name": compute_domain_name},
-        }
+    if w.spec.gpu.multi_node is not None:
+        spec["multiNode"] = {"backendType": "lws",
+                             "parallelism": {"tensor": plan.tensor_parallelism, "pipeline": w.spec.gpu.multi_node.nodes}}
+        if compute_domain_name:  # multi-node NVLink; elsewhere the nodes of a replica talk over the network
+            spec["multiNode"]["computeDomain"] = {"create": False, "name": compute_domain_name}
     service = make_object(api, "NIMService", plan.name, namespace=plan.namespace, wave=Wave.NIM_SERVICE,
                           component=component, origin=plan.intent.source, labels=labels,
                           annotations={IMMUTABLE_FIELDS: ",".join(r.path for r in replacements_of("NIMService")),

@@ -40,6 +40,9 @@ class WorkloadPlan:
     min_memory_gib: int | None  # per-GPU memory floor sizing adds as a selector
     share_group: str | None
     alternatives: tuple[AlternativePlan, ...] = ()  # gpu.alternatives, in order
+    # multi-node over NVLink (a ComputeDomain): only on multi-node NVLink hardware; a multi-node workload
+    # on other pools runs its nodes' pods without one (NCCL over the network)
+    compute_domain: bool = False
 
     @property
     def workload(self) -> GpuWorkload:
@@ -121,7 +124,24 @@ def plan_workload(cluster: ResolvedCluster, intent: Intent[GpuWorkload], fleet: 
                                   f"{count} GPUs per pod, but the pools that can serve it have at most "
                                   f"{max(m.pool.spec.gpu.count for m in serving)} GPUs per node",
                                   "a pod's claims are allocated on one node; use multiNode for more"))
-    return WorkloadPlan(intent, matches, count, sizing, min_memory, group)
+    domain = gpu.multi_node is not None and _multi_node_nvlink(intent, cluster, serving, findings)
+    return WorkloadPlan(intent, matches, count, sizing, min_memory, group, compute_domain=domain)
+
+
+def _multi_node_nvlink(intent: Intent[GpuWorkload], cluster: ResolvedCluster, serving: list[PoolMatch], findings: Findings) -> bool:
+    """Whether a multi-node workload gets a ComputeDomain: IMEX channels only work across the nodes of a
+    multi-node NVLink domain (GB200/GB300 NVL72); on other hardware the ComputeDomain never becomes Ready.
+    Elsewhere the nodes of a replica talk over the network, which needs no ComputeDomain."""
+    mnnvl = sorted({m.pool.name for m in serving if m.pool.gpu.multi_node_nvlink})
+    other = sorted({m.pool.name for m in serving if not m.pool.gpu.multi_node_nvlink})
+    if mnnvl and other:
+        models = sorted({m.pool.gpu.key for m in serving if m.pool.gpu.multi_node_nvlink})
+        findings.add(intent.error(("spec", "gpu", "multiNode"),
+                                  f"pools {', '.join(mnnvl)} (multi-node NVLink) and {', '.join(other)} (no NVLink across nodes) both "
+                                  f"serve this multi-node workload on cluster '{cluster.name}'; a ComputeDomain only works on the first",
+                                  f"narrow gpu.require to the multi-node NVLink GPUs ({', '.join(models)}, e.g. productName), "
+                                  "or to the others to run over the network without a ComputeDomain"))
+    return bool(mnnvl)
 
 
 def _plan_alternatives(cluster: ResolvedCluster, intent: Intent[GpuWorkload], fleet: Fleet, findings: Findings,

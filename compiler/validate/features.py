@@ -37,7 +37,9 @@ def cluster_features(cluster: ResolvedCluster, workloads: list[GpuWorkload]) -> 
     return ClusterFeatures(
         sharing=frozenset(s for w in workloads if (s := w.spec.gpu.driver_sharing) is not None),
         fabric=any(w.spec.gpu.fabric is not None for w in workloads),
-        compute_domains=any(w.spec.gpu.multi_node is not None for w in workloads),
+        # ComputeDomains run only on multi-node NVLink pools (plan: WorkloadPlan.compute_domain)
+        compute_domains=any(w.spec.gpu.multi_node is not None for w in workloads)
+        and any(p.gpu.multi_node_nvlink for p in cluster.dra_pools),
         dynamic_mig=any(p.mig_dynamic for p in cluster.dra_pools),
         gpu_resources=bool(cluster.dra_pools),
         fractional=any(w.spec.gpu.fractional for w in workloads),
