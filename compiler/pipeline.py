@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .check.gate import ClusterOutcome, CompiledFleet, OutputRejected
 from .check.model import NO_PREVIOUS, CheckOptions, ClusterContext, PreviousObjects
+from .check.placement import check_placement
 from .check.run import check_cluster, cluster_catalog
 from .diagnostics import Diagnostic, Findings, InputError
 from .emit.diff.compare import FleetDiff, compare
@@ -139,6 +140,7 @@ class _Job:
             placement = None
         if placement is not None:
             outcome.unplaced = len(placement.unplaced)
+            outcome.rejected.extend(check_placement(compiled, placement))  # what works on one node only
             problems = placement.diagnostics()
             if options.allow_infeasible:
                 outcome.warnings.extend(Diagnostic(d.file, d.line, d.path, d.message, d.hint, "warning") for d in problems)

@@ -275,11 +275,12 @@ def test_example_ci_files_parse_and_match_the_rendered_layout():
 
 
 def test_a_change_the_allocator_cannot_place(repo):
-    edit(repo, "workloads/chat.yaml", [workload_doc("chat", "nim", model=nim_model("8B"), secrets=NIM_SECRETS, replicas=20, gpu={"count": 1})])
+    edit(repo, "workloads/chat.yaml", [workload_doc("chat", "nim", model=nim_model("8B"), secrets=NIM_SECRETS, replicas=20, gpu={"count": 1},
+                                                    cache={"accessMode": "ReadWriteMany"})])  # replicas on both nodes share the cache
     result = diff(repo, "--fail-on", "infeasible")
     assert result.code == 1
     out = result.out
-    assert "| c2 | changed | - | 1 changed | 1 changed | - | GPUs 2 -> 20 (+18) | fits -> **does not fit** | - |" in out
+    assert "| c2 | changed | - | 1 changed | 2 changed | - | GPUs 2 -> 20 (+18) | fits -> **does not fit** | - |" in out
     assert "- **c2**: 4 pod(s) of `nim/chat` cannot be placed: request 'gpu' of chat needs 1 free device" in out  # folded
     assert "### Capacity after the change" in out
     assert "| h100 | 2 | 16 | 2 -> 16 |" in out  # c2's only pool fills up
@@ -318,7 +319,8 @@ def test_a_mig_reconfiguration_is_a_disruption(repo):
 def test_a_big_change_fits_a_pull_request_comment(repo):
     """400 replicas that cannot be placed and 300 new workloads: one line per pod or object would be far over
     GitHub's 65,536-character comment limit."""
-    edit(repo, "workloads/chat.yaml", [workload_doc("chat", "nim", model=nim_model("8B"), secrets=NIM_SECRETS, replicas=400, gpu={"count": 1})])
+    edit(repo, "workloads/chat.yaml", [workload_doc("chat", "nim", model=nim_model("8B"), secrets=NIM_SECRETS, replicas=400, gpu={"count": 1},
+                                                    cache={"accessMode": "ReadWriteMany"})])
     edit(repo, "workloads/many.yaml", [workload_doc(f"batch-{i:03}", "research", clusters=["c1"], gpu={"count": 1}) for i in range(300)])
     result = diff(repo, "--fail-on", "infeasible")
     assert result.code == 1, result.err
@@ -328,7 +330,7 @@ def test_a_big_change_fits_a_pull_request_comment(repo):
     assert "- **c2**: 384 pod(s) of `nim/chat` cannot be placed" in out
     assert "| c1 | changed |" in out and "| c2 | changed |" in out  # the summary is kept whole
     assert "- ... and 281 more (run `gpuc diff --output json` for all)" in out  # c1's unplaceable batch workloads
-    assert "- ... and 252 more (run `gpuc diff --output json` for all)" in out  # c1's added objects, in its details
+    assert "- ... and 253 more (run `gpuc diff --output json` for all)" in out  # c1's added and changed objects, in its details
     assert "Cannot be placed" not in out
     assert out.count("<details>") == out.count("</details>")
 

@@ -72,6 +72,7 @@ def _cluster_entry(compiled: CompiledCluster, plan: WorkloadPlan, key: str) -> d
         "claim": {"kind": claim.kind, "name": claim.name, "namespace": claim.namespace, "requests": list(claim.requests)} if claim else None,
         "computeDomainChannel": compiled.channels.get(key),
         "sizing": sizing_lines(plan.sizing) if plan.sizing and not plan.alternatives else None,
+        "cache": plan.cache.lines() if plan.cache else None,
         "alternatives": [{"alternative": a.index + 1, "gpusPerReplica": a.gpus,
                           "pools": [{"pool": m.pool.name, "serves": m.ok, "reason": m.reason} for m in a.matches],
                           "minMemorySelector": f"{a.min_memory_gib}Gi" if a.min_memory_gib else None,
@@ -101,6 +102,7 @@ def explain_text(data: dict[str, Any]) -> str:
                          "(consumable capacity; GPUs are shared while their memory lasts)")
         elif c["gpusPerReplica"] and not c["alternatives"]:
             lines.append(f"GPUs per replica: {c['gpusPerReplica']} (set in the intent)")
+        lines.extend(c["cache"] or ())
         for a in c["alternatives"]:
             serving = ", ".join(p["pool"] for p in a["pools"] if p["serves"]) or "no pool"
             got = f"{a['gpusPerReplica']} GPU(s) per replica" if a["gpusPerReplica"] else "cannot be satisfied (skipped)"

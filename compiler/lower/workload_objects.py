@@ -69,7 +69,8 @@ def nim_objects(plan: WorkloadPlan, claim: ClaimRef, compute_domain_name: str | 
     if model.engine:
         model_sel["engine"] = model.engine
     ngc["model"] = model_sel
-    pvc = {"create": True, "size": w.spec.cache.size.text, "storageClass": w.spec.cache.storage_class,
+    assert plan.cache is not None  # every model's plan sizes its cache
+    pvc = {"create": True, "size": plan.cache.text, "storageClass": w.spec.cache.storage_class,
            "volumeAccessMode": w.spec.cache.access_mode}
     cache_sources = {
         "": ("spec.model",), "spec.storage": ("spec.cache", "spec.model"),

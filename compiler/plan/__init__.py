@@ -6,6 +6,7 @@ A plan finding is not bad input but an intent the cluster cannot satisfy (exit c
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from ..diagnostics import Findings
@@ -13,7 +14,7 @@ from ..validate.documents import Fleet, Intent
 from ..validate.intents import GpuWorkload, Require
 from ..validate.resolved import ResolvedCluster
 from .matching import PoolMatch, match_pools
-from .sizing import GIB, Sizing, floor_gib, model_bytes, size_model
+from .sizing import GIB, CacheSize, Sizing, cache_size, floor_gib, model_bytes, size_model
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class WorkloadPlan:
     # multi-node over NVLink (a ComputeDomain): only on multi-node NVLink hardware; a multi-node workload
     # on other pools runs its nodes' pods without one (NCCL over the network)
     compute_domain: bool = False
+    cache: CacheSize | None = None  # the NIMCache volume of a model
 
     @property
     def workload(self) -> GpuWorkload:
@@ -215,6 +217,24 @@ def _check_mig_holds_model(intent: Intent[GpuWorkload], serving: list[PoolMatch]
                                     "with count: auto"))
 
 
+def with_cache(plan: WorkloadPlan, findings: Findings) -> WorkloadPlan:
+    """A model's NIMCache volume: from the model unless the intent sizes it; a size the files do not fit is refused."""
+    w = plan.workload
+    if w.spec.model is None:
+        return plan
+    profiles = len({a.gpus for a in plan.alternatives if a.viable}) if plan.tensor_parallelism is None else 1
+    cache = cache_size(w.spec.model, max(profiles, 1), w.spec.cache.size)
+    if not cache.default and cache.size < cache.files:
+        need = -(-cache.files // GIB)
+        findings.add(plan.intent.error(("spec", "cache", "size"),
+                                       f"the model's files take {cache.files / GIB:.1f} GiB "
+                                       f"({w.spec.model.parameters / 1e9:g}B parameters at {w.spec.model.precision}"
+                                       + (f", {profiles} tensor-parallel profiles" if profiles > 1 else "")
+                                       + f"), more than the {cache.text} cache: the download would fail and the NIM never start",
+                                       f"set cache.size to at least {need}Gi (gpuc's default, with headroom, when you leave it out)"))
+    return dataclasses.replace(plan, cache=cache)
+
+
 def plan_cluster(cluster: ResolvedCluster, fleet: Fleet, findings: Findings) -> ClusterPlan:
     workloads = fleet.workloads_on(cluster.name)
     needs: dict[tuple[str, str], list[tuple[str, int]]] = {}  # (namespace, share group) -> what each member needs
@@ -226,5 +246,5 @@ def plan_cluster(cluster: ResolvedCluster, fleet: Fleet, findings: Findings) -> 
     for w in workloads:
         key = (w.model.metadata.namespace, w.model.share_group or "")
         others = tuple(n for n in needs.get(key, []) if n[0] != w.model.metadata.name)
-        plans.append(plan_workload(cluster, w, fleet, findings, others))
+        plans.append(with_cache(plan_workload(cluster, w, fleet, findings, others), findings))
     return ClusterPlan(cluster, tuple(plans))

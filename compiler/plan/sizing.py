@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from ..cel.quantity import Quantity
 from ..facts.platform import ModelShape, nearest_shape, sizing_table
 from ..validate.intents import ModelSpec
 from .matching import PoolMatch
@@ -115,6 +116,35 @@ def size_model(model: ModelSpec, matches: list[PoolMatch], requested: int | None
         candidates=candidates, count=count, auto=requested is None and fixed is None, nodes=nodes, steps=tuple(steps),
         shared_with=shared_with,
     )
+
+
+@dataclass(frozen=True)
+class CacheSize:
+    """The NIMCache volume: what the model's files take, and what gpuc asks for."""
+
+    files: int  # bytes: parameters x bytes per weight, once per tensor-parallel profile
+    profiles: int
+    size: int  # bytes requested
+    text: str  # as rendered, e.g. "190Gi"
+    default: bool  # derived from the model (no cache.size in the intent)
+    headroom: float
+
+    def lines(self) -> list[str]:
+        files = f"files = {self.files / self.profiles / GIB:.1f} GiB" + (f" x {self.profiles} profiles" if self.profiles > 1 else "")
+        if self.default:
+            return [f"cache: {self.text} (default: {files}, x {self.headroom:g} headroom, rounded up)"]
+        return [f"cache: {self.text} (set in the intent; {files})"]
+
+
+def cache_size(model: ModelSpec, profiles: int, explicit: Quantity | None) -> CacheSize:
+    table = sizing_table()
+    rules = table["cache"]
+    files = math.ceil(model.parameters * float(table["precisionBytes"][model.precision])) * profiles
+    if explicit is not None:
+        return CacheSize(files, profiles, explicit.bytes, explicit.text, False, float(rules["headroom"]))
+    step = int(rules["roundGiB"])
+    gib = max(int(rules["minimumGiB"]), -(-math.ceil(files * float(rules["headroom"]) / GIB) // step) * step)
+    return CacheSize(files, profiles, gib * GIB, f"{gib}Gi", True, float(rules["headroom"]))
 
 
 def model_bytes(model: ModelSpec) -> int:

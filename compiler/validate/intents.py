@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
-from .types import DnsLabel, DnsSubdomain, MemoryField, ParameterCount, Version, parse_quantity
+from .types import DnsLabel, DnsSubdomain, MemoryField, ParameterCount, Version
 
 API_VERSION = "gpuc.dev/v1alpha1"
 
@@ -238,7 +238,8 @@ class GpuRequest(Model):
 
 
 class Cache(Model):
-    size: MemoryField = Field(default_factory=lambda: parse_quantity("50Gi"))
+    size: MemoryField | None = Field(None, description="the NIMCache volume; default: the model's files with headroom "
+                                                         "(gpuc explain shows it); a size below the files is refused")
     storage_class: str = ""
     access_mode: Literal["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"] = "ReadWriteOnce"
 
