@@ -52,7 +52,7 @@ def cluster_doc(name: str = "c1", kubernetes: str = "1.34", driver: str = "25.12
             "gpuOperator": {"mode": "helm", "version": "v25.10.1"},
             "nimOperator": {"version": "3.1.2"},
             "nodePools": pools if pools is not None else [
-                {"name": "h100", "nodes": 2, "gpu": {"model": "H100-80GB", "count": 8}, "nvlink": {"partitions": [2, 4, 8]}},
+                {"name": "h100", "nodes": 2, "gpu": {"model": "H100-80GB", "count": 8}},
             ],
             "gitops": {"repoURL": "https://git.example.com/fleet.git", "path": f"rendered/{name}",
                        "destination": {"name": name}},
@@ -70,6 +70,11 @@ SLICES_FIXTURE_POOLS = [
     {"name": "a100", "nodes": 1, "gpu": {"model": "A100-80GB", "count": 1}, "mig": {"layout": "all-balanced"},
      "nodeNames": ["ip-10-0-2-40"]},
 ]
+
+
+# An HGX H100 pool whose NVSwitch fabric offers Fabric Manager partitions (draDriver.fabric partitionAttributes or
+# topologyConfig; without those, nvlink.partitions mean nothing).
+PARTITIONED_H100 = {"name": "h100", "nodes": 2, "gpu": {"model": "H100-80GB", "count": 8}, "nvlink": {"partitions": [2, 4, 8]}}
 
 
 def workload_doc(name: str = "w1", namespace: str = "team", **spec: Any) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from conftest import NIM_SECRETS, cluster_doc, compile_single, gpuc, nim_model, objects_of, workload_doc
+from conftest import NIM_SECRETS, PARTITIONED_H100, cluster_doc, compile_single, gpuc, nim_model, objects_of, workload_doc
 from test_input_errors import render_rejected
 
 A100_MIG = {"name": "a100", "nodes": 1, "gpu": {"model": "A100-80GB", "count": 8}, "mig": {"layout": "all-balanced"}}
@@ -70,10 +70,10 @@ def test_user_values_are_deep_merged_over_derived(fleet):
 
 
 def test_fabric_gates_per_flavour(fleet):
-    lab = cluster_doc(driver="0.5.0-dev", draDriver={"fabric": "partitionAttributes"})
+    lab = cluster_doc(driver="0.5.0-dev", draDriver={"fabric": "partitionAttributes"}, pools=[PARTITIONED_H100])
     values = release(compile_single(fleet(clusters=[lab], workloads={"w.yaml": [workload_doc(gpu={"fabric": {"partitionSize": 4}})]})), "dra-driver").values
     assert values["featureGates"] == {"FabricManagerPartitioning": True}
-    stg = cluster_doc(driver="25.8.1", kubernetes="1.33", draDriver={"fabric": "topologyConfig"})
+    stg = cluster_doc(driver="25.8.1", kubernetes="1.33", draDriver={"fabric": "topologyConfig"}, pools=[PARTITIONED_H100])
     values = release(compile_single(fleet(clusters=[stg], workloads={"w.yaml": [workload_doc(gpu={"fabric": {"partitionSize": 4}})]})), "dra-driver").values
     assert values["featureGates"] == {"FabricTopologySupport": True}
 
@@ -299,7 +299,7 @@ def test_compute_domain(fleet, driver, num_nodes):
 # ----------------------------------------------------------------------------------- 4.6 fabric
 
 def test_partition_attributes_fabric(fleet):
-    cluster = cluster_doc(driver="0.5.0-dev", draDriver={"fabric": "partitionAttributes"})
+    cluster = cluster_doc(driver="0.5.0-dev", draDriver={"fabric": "partitionAttributes"}, pools=[PARTITIONED_H100])
     rct = one(objects_of(compile_single(fleet(clusters=[cluster], workloads={"w.yaml": [workload_doc(gpu={"fabric": {"partitionSize": 4}})]})), "ResourceClaimTemplate"))
     devices = rct["spec"]["spec"]["devices"]
     assert devices["requests"][0]["exactly"]["count"] == 4
@@ -308,7 +308,7 @@ def test_partition_attributes_fabric(fleet):
 
 
 def test_topology_config_fabric(fleet):
-    cluster = cluster_doc(driver="25.8.1", kubernetes="1.33", draDriver={"fabric": "topologyConfig"})
+    cluster = cluster_doc(driver="25.8.1", kubernetes="1.33", draDriver={"fabric": "topologyConfig"}, pools=[PARTITIONED_H100])
     w = workload_doc(gpu={"sharing": "TimeSlicing", "fabric": {"strategy": "Manual", "partitionIDs": ["p0", "p1"], "maxLatency": 0.2}, "count": 4})
     claim = one(objects_of(compile_single(fleet(clusters=[cluster], workloads={"w.yaml": [w]})), "ResourceClaim"))
     params = claim["spec"]["devices"]["config"][0]["opaque"]["parameters"]

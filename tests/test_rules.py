@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import NIM_SECRETS, cluster_doc, compile_single, gpuc, nim_model, objects_of, workload_doc
+from conftest import NIM_SECRETS, PARTITIONED_H100, cluster_doc, compile_single, gpuc, nim_model, objects_of, workload_doc
 from test_input_errors import render_rejected
 
 A100_MIG = {"name": "a100", "nodes": 1, "gpu": {"model": "A100-80GB", "count": 8}, "mig": {"layout": "all-balanced"}}
@@ -172,9 +172,38 @@ def test_fabric_on_a_pool_without_that_partition_size(fleet):
     render_rejected(path, "spec.gpu.fabric.partitionSize: no DRA pool of cluster 'c1' offers NVLink partitions of size 8 (offered: [2, 4])")
 
 
-def test_fabric_on_a_cluster_without_fabric(fleet):
-    path = fleet(workloads={"w.yaml": [workload_doc(gpu={"fabric": {"partitionSize": 2}})]})
-    render_rejected(path, "cluster 'c1' has draDriver.fabric: none")
+def test_nvlink_gpus_without_fabric_manager_are_gpus_of_one_nvswitch_node(fleet):
+    """No Fabric Manager partitioning (fabric none): on NVSwitch nodes any GPUs of a node are NVLink-connected,
+    so four NVLink GPUs are four GPUs of one such node, on every released driver; PCIe pools cannot serve it."""
+    pools = [{"name": "l40s", "nodes": 2, "gpu": {"model": "L40S-48GB", "count": 8}}, {"name": "h100", "nodes": 1, "gpu": {"model": "H100-80GB", "count": 8}}]
+    path = fleet(clusters=[cluster_doc(driver="25.8.1", kubernetes="1.33", pools=pools)],
+                 workloads={"w.yaml": [workload_doc(gpu={"fabric": {"partitionSize": 4}})]})
+    assert gpuc("validate", path).code == 0
+    compiled = compile_single(path)
+    (request,) = objects_of(compiled, "ResourceClaimTemplate")[0]["spec"]["spec"]["devices"]["requests"]
+    assert request["exactly"]["count"] == 4
+    assert "constraints" not in objects_of(compiled, "ResourceClaimTemplate")[0]["spec"]["spec"]["devices"]
+    matches = {m.pool.name: m.reason for m in compiled.plan.workloads[0].matches}
+    assert matches == {"l40s": "its GPUs are not NVLink-connected (no NVSwitch)", "h100": ""}
+    render_rejected(fleet(clusters=[cluster_doc(pools=pools[:1])], workloads={"w.yaml": [workload_doc(gpu={"fabric": {"partitionSize": 4}})]}),
+                    "no node pool of cluster 'c1' can serve this workload (l40s: its GPUs are not NVLink-connected (no NVSwitch))", code=1)
+
+
+def test_fabric_hints_lead_somewhere_that_works(fleet):
+    """partitionAttributes on an old driver: the hint's second way (fabric none) compiles the same intent."""
+    w = {"w.yaml": [workload_doc(gpu={"fabric": {"partitionSize": 4}})]}
+    err = render_rejected(fleet(clusters=[cluster_doc(draDriver={"fabric": "partitionAttributes"}, pools=[PARTITIONED_H100])], workloads=w),
+                          "use fabric none")
+    assert "upgrade draDriver.version to 0.5.1" in err
+    assert gpuc("validate", fleet(clusters=[cluster_doc()], workloads=w)).code == 0
+    assert gpuc("validate", fleet(clusters=[cluster_doc(driver="0.5.1", draDriver={"fabric": "partitionAttributes"}, pools=[PARTITIONED_H100])], workloads=w)).code == 0
+
+
+def test_pool_nvlink_partitions_mean_fabric_manager_partitions(fleet):
+    result = gpuc("validate", fleet(clusters=[cluster_doc(pools=[PARTITIONED_H100])]))  # partitions, fabric none
+    assert result.code == 0 and "spec.nodePools[0].nvlink: nvlink.partitions are the Fabric Manager partitions" in result.err
+    pcie = [{"name": "l4", "nodes": 1, "gpu": {"model": "L4-24GB", "count": 4}, "nvlink": {"partitions": [2]}}]
+    render_rejected(fleet(clusters=[cluster_doc(pools=pcie)]), "spec.nodePools[0].nvlink", "no NVSwitch")
 
 
 def test_partition_attributes_need_driver_05(fleet):
@@ -183,7 +212,7 @@ def test_partition_attributes_need_driver_05(fleet):
 
 
 def test_topology_only_fields_on_partition_attribute_clusters(fleet):
-    cluster = cluster_doc(driver="0.5.0-dev", draDriver={"fabric": "partitionAttributes"})
+    cluster = cluster_doc(driver="0.5.0-dev", draDriver={"fabric": "partitionAttributes"}, pools=[PARTITIONED_H100])
     w = workload_doc(gpu={"fabric": {"partitionSize": 2, "minBandwidth": 600}})
     render_rejected(fleet(clusters=[cluster], workloads={"w.yaml": [w]}),
                     "'minBandwidth' belongs to fabric topologyConfig")
@@ -198,20 +227,20 @@ def test_topology_only_fields_on_partition_attribute_clusters(fleet):
     ({"strategy": "Manual", "partitionIDs": ["p1", "p2"]}, "spec.gpu.count: strategy Manual names partitions but not how many GPUs"),
 ])
 def test_fabric_topology_rules(fleet, fabric, fragment):
-    cluster = cluster_doc(driver="25.8.1", kubernetes="1.33", draDriver={"fabric": "topologyConfig"})
+    cluster = cluster_doc(driver="25.8.1", kubernetes="1.33", draDriver={"fabric": "topologyConfig"}, pools=[PARTITIONED_H100])
     path = fleet(clusters=[cluster], workloads={"w.yaml": [workload_doc(gpu={"fabric": fabric})]})
     render_rejected(path, fragment)
 
 
 def test_mps_with_active_fabric_topology(fleet):
-    cluster = cluster_doc(driver="25.8.1", kubernetes="1.33", draDriver={"fabric": "topologyConfig"})
+    cluster = cluster_doc(driver="25.8.1", kubernetes="1.33", draDriver={"fabric": "topologyConfig"}, pools=[PARTITIONED_H100])
     w = workload_doc(gpu={"sharing": "MPS", "fabric": {"partitionSize": 4}})
     render_rejected(fleet(clusters=[cluster], workloads={"w.yaml": [w]}),
                     "MPS cannot be combined with a fabric topology unless strategy is Disabled")
 
 
 def test_topology_config_is_a_warning_about_the_fork(fleet):
-    cluster = cluster_doc(driver="25.8.1", kubernetes="1.33", draDriver={"fabric": "topologyConfig"})
+    cluster = cluster_doc(driver="25.8.1", kubernetes="1.33", draDriver={"fabric": "topologyConfig"}, pools=[PARTITIONED_H100])
     path = fleet(clusters=[cluster], workloads={"w.yaml": [workload_doc(gpu={"fabric": {"partitionSize": 4}})]})
     result = gpuc("render", path, "-o", path / "out")
     assert result.code == 0, result.err

@@ -64,7 +64,12 @@ def match_pools(cluster: ResolvedCluster, workload: GpuWorkload, class_require: 
                 reason = f"no MIG {', '.join(missing)}{layout}"
         elif not pool.publishes_full_gpus:
             reason = "GPUs are in static MIG mode (no full-GPU devices)"
-        elif gpu.fabric is not None and gpu.fabric.partition_size and gpu.fabric.partition_size not in pool.partitions:
+        elif gpu.fabric is not None and cluster.spec.dra_driver.fabric == "none" and not pool.gpu.nvlink_within_node:
+            reason = "its GPUs are not NVLink-connected (no NVSwitch)"
+        elif gpu.fabric is not None and gpu.fabric.partition_size and gpu.fabric.partition_size > pool.spec.gpu.count:
+            reason = f"fewer than {gpu.fabric.partition_size} GPUs per node"
+        elif (gpu.fabric is not None and cluster.spec.dra_driver.fabric != "none" and gpu.fabric.partition_size
+              and gpu.fabric.partition_size not in pool.partitions):
             reason = f"no NVLink partitions of {gpu.fabric.partition_size}"
         elif gpu.fractional and pool.mig_dynamic:
             reason = "its GPUs are MIG-partitioned on demand; fractional GPU memory needs whole GPUs the driver shares"

@@ -94,7 +94,8 @@ def resolve_cluster(intent: Intent[Cluster], findings: Findings) -> ResolvedClus
         findings.add(intent.error(("spec", "draDriver", "fabric"),
                                   f"fabric 'partitionAttributes' needs driver 0.5 or newer (gate FabricManagerPartitioning); "
                                   f"driver {spec.dra_driver.version} does not publish partition<N> attributes",
-                                  "upgrade draDriver.version, or use fabric 'none'"))
+                                  "upgrade draDriver.version to 0.5.1, or use fabric none: on NVSwitch nodes (H100, H200, B200 HGX) "
+                                  "any GPUs of a node are NVLink-connected, and gpuc asks for that many GPUs of one node"))
     if spec.dra_driver.fabric == "topologyConfig" and ok:
         build = gates()["FabricTopologySupport"].build
         findings.add(intent.warning(("spec", "draDriver", "fabric"),
@@ -119,6 +120,15 @@ def _resolve_pool(intent, pool, index, line, api, findings) -> ResolvedPool | No
             if size > pool.gpu.count:
                 findings.add(intent.error(path + ("nvlink", "partitions"),
                                           f"partition size {size} is larger than the pool's {pool.gpu.count} GPUs per node"))
+        if not gpu.nvlink_within_node:
+            findings.add(intent.error(path + ("nvlink",), f"{gpu.key} GPUs have no NVSwitch: there is no NVLink fabric to partition",
+                                      "remove nvlink from this pool"))
+        elif intent.model.spec.dra_driver.fabric == "none":
+            findings.add(intent.warning(path + ("nvlink",),
+                                        "nvlink.partitions are the Fabric Manager partitions of the pool's NVSwitch fabric, which "
+                                        "only draDriver.fabric partitionAttributes or topologyConfig use; with fabric none any GPUs "
+                                        "of a node are NVLink-connected already",
+                                        "remove nvlink from this pool, or set draDriver.fabric"))
     layout, dynamic, config = None, False, None
     if pool.mig is not None:
         mig_path = path + ("mig", "layout")

@@ -164,8 +164,15 @@ def _check_on_cluster(w: Intent[GpuWorkload], cluster: ResolvedCluster, findings
     if gpu.fabric is not None:
         flavour = cluster.spec.dra_driver.fabric
         if flavour == "none":
-            findings.add(w.error(("spec", "gpu", "fabric"), f"cluster '{cname}' has draDriver.fabric: none",
-                                 "set draDriver.fabric to partitionAttributes or topologyConfig on the cluster"))
+            # No Fabric Manager partitioning: on NVSwitch nodes any GPUs of one node are NVLink-connected, so
+            # partitionSize N asks for N GPUs of one such node (plan.matching keeps only NVSwitch pools).
+            for field in ("strategy", "partitionIDs", "virtualizationModel", "minBandwidth", "maxLatency"):
+                if _is_set(gpu.fabric, field):
+                    findings.add(w.error(("spec", "gpu", "fabric", field),
+                                         f"'{field}' belongs to Fabric Manager partitions (draDriver.fabric topologyConfig, a driver "
+                                         f"fork); cluster '{cname}' has fabric none, where partitionSize asks for that many GPUs of one "
+                                         "NVSwitch node",
+                                         "drop it; on NVSwitch nodes any GPUs of one node are NVLink-connected"))
         else:
             if flavour == "partitionAttributes":
                 if gpu.fabric.partition_size is None:
