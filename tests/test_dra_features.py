@@ -109,7 +109,7 @@ def test_alternatives_are_sized_each_and_the_nim_cache_follows(fleet):
     alternatives = [{"count": "auto", "require": {"productName": "NVIDIA H200"}},
                     {"count": "auto", "require": {"productName": "NVIDIA H100 80GB HBM3"}}]
     same = workload_doc("same", "ai", model=model, gpu={"alternatives": alternatives}, secrets=NIM_SECRETS)
-    big = nim_model("70B")
+    big = nim_model("70B", concurrency=8)  # 176 GiB: 2 H200s, or 4 H100s
     differ = workload_doc("differ", "ai", model=big, gpu={"alternatives": alternatives}, secrets=NIM_SECRETS)
     compiled = compile_single(fleet(clusters=[platform()], workloads={"w.yaml": [same, differ]}))
     caches = {o["metadata"]["name"]: o["spec"]["source"]["ngc"]["model"] for o in objects_of(compiled, "NIMCache")}

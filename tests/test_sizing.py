@@ -32,7 +32,7 @@ def test_70b_needs_four_80gb_gpus(fleet):
     plan = plan_of(compiled)
     assert plan.sizing.need == 168_000_000_000 + 327_680 * 8192 * 8
     assert plan.gpus == 4 and plan.tensor_parallelism == 4
-    assert plan.min_memory_gib == 45  # ceil(176.5 GiB / 4)
+    assert plan.min_memory == 45 * 2**30  # ceil(176.5 GiB / 4)
     cache = objects_of(compiled, "NIMCache")[0]
     assert cache["spec"]["source"]["ngc"]["model"]["tensorParallelism"] == "4"
     rct = objects_of(compiled, "ResourceClaimTemplate")[0]
@@ -63,10 +63,10 @@ def test_share_group_members_are_sized_together(fleet):
     compiled = compile_single(fleet(workloads={"w.yaml": members}))
     a, b = plan_of(compiled, "a"), plan_of(compiled, "b")
     assert a.sizing.total_need == b.sizing.total_need == a.sizing.need + b.sizing.need
-    assert a.min_memory_gib == b.min_memory_gib
+    assert a.min_memory == b.min_memory
     claim = objects_of(compiled, "ResourceClaim")[0]
     expr = claim["spec"]["devices"]["requests"][0]["exactly"]["selectors"][0]["cel"]["expression"]
-    assert f"quantity('{a.min_memory_gib}Gi')" in expr
+    assert f"quantity('{a.min_memory // 2**30}Gi')" in expr
 
 
 def test_explicit_count_that_is_too_small_warns(fleet):
@@ -100,13 +100,16 @@ def test_explain_json_and_unknown_workload():
 
 def test_the_memory_floor_sizing_adds_always_matches_the_pool_it_sized_for(fleet):
     # 8B at fp32 with a 178k context: 35.8 GiB of weights + 43.5 GiB of KV = 79.2 GiB. That is below an
-    # H100's 79.6 GiB, but the claim's floor would be 80Gi, which no H100 has: sizing must take 2 GPUs.
+    # H100's 79.6 GiB, but a whole-GiB floor (80Gi) would match no H100: the floor is written in MiB instead
+    # and the workload takes one GPU, whose selector the placement then really matches.
     w = workload_doc(model=nim_model("8B", precision="fp32", contextLength=178_000, concurrency=1), secrets=NIM_SECRETS)
     path = fleet(workloads={"w.yaml": [w]})
     plan = plan_of(compile_single(path))
     assert 79 * GIB < plan.sizing.need < 79.6 * GIB
-    assert plan.gpus == 2 and plan.min_memory_gib == 40
+    assert plan.gpus == 1 and plan.sizing.need <= plan.min_memory < 80 * GIB and plan.min_memory % 2**20 == 0
     assert gpuc("render", path, "-o", path / "out").code == 0  # the plan places it: the selector matches H100s
+    rendered = "".join(p.read_text() for p in (path / "out").rglob("*.yaml"))
+    assert f"{plan.min_memory // 2**20}Mi" in rendered
 
 
 def test_multi_node_replicas_spread_the_model_over_every_node(fleet):

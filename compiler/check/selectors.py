@@ -25,6 +25,7 @@ from ..place.allocator.reasons import pretty, values_hint
 from ..place.allocator.requests import ClaimError, DeviceClass, parse_claim_spec, parse_device_class
 from ..place.inventory import Device, Inventory, published
 from ..place.inventory.selection import select
+from ..plan.sizing import floor_text
 from ..validate.intents import Require
 
 
@@ -45,7 +46,7 @@ def _require_paths(raw: Any, base: Path) -> dict[str, Path]:
     return paths
 
 
-def selector_paths(origin: SourceDoc, sizing_floor_gib: int | None = None) -> tuple[dict[str, Path], Path]:
+def selector_paths(origin: SourceDoc, sizing_floor: int | None = None) -> tuple[dict[str, Path], Path]:
     """Selector text -> intent field path, and the path to use for anything else, for one intent document."""
     value = origin.value if isinstance(origin.value, dict) else {}
     spec = value.get("spec") if isinstance(value.get("spec"), dict) else {}
@@ -64,8 +65,8 @@ def selector_paths(origin: SourceDoc, sizing_floor_gib: int | None = None) -> tu
     if slices and base == ("spec",):
         profiles = sorted({s["profile"] for s in slices if isinstance(s, dict) and isinstance(s.get("profile"), str)})
         paths.setdefault(sel.profile_in(profiles), base + ("mig", "slices"))
-    if sizing_floor_gib:
-        paths.setdefault(sel.min_memory(f"{sizing_floor_gib}Gi"), ("spec", "model"))
+    if sizing_floor:
+        paths.setdefault(sel.min_memory(floor_text(sizing_floor)), ("spec", "model"))
     return paths, base
 
 
@@ -88,7 +89,7 @@ class _Checker:
         self.classes = device_classes(compiled, dra_values(compiled))
         self.findings: list[Diagnostic] = []
         self._class_devices: dict[str, list[Device]] = {}
-        self._floors = {p.intent.source.ref: p.min_memory_gib for p in compiled.plan.workloads}
+        self._floors = {p.intent.source.ref: p.min_memory for p in compiled.plan.workloads}
         self.emitted_classes = {o.name for o in compiled.objects if o.kind == "DeviceClass"}
         self.used_classes = {p.workload.spec.gpu.class_ for p in compiled.plan.workloads}
         # Thousands of claims share a handful of selector chains: each static check and each filtering

@@ -7,7 +7,7 @@ from typing import Any
 from ..check.gate import CompiledFleet
 from ..lower.graph import CompiledCluster
 from ..plan import WorkloadPlan
-from ..plan.sizing import GIB, Sizing
+from ..plan.sizing import GIB, Sizing, floor_text
 
 
 def _gib(n: float) -> str:
@@ -68,14 +68,14 @@ def _cluster_entry(compiled: CompiledCluster, plan: WorkloadPlan, key: str) -> d
         "pools": [{"pool": m.pool.name, "serves": m.ok, "reason": m.reason} for m in plan.matches],
         "gpusPerReplica": plan.gpus,
         "tensorParallelism": plan.tensor_parallelism if plan.workload.spec.model else None,
-        "minMemorySelector": f"{plan.min_memory_gib}Gi" if plan.min_memory_gib else None,
+        "minMemorySelector": floor_text(plan.min_memory) if plan.min_memory else None,
         "claim": {"kind": claim.kind, "name": claim.name, "namespace": claim.namespace, "requests": list(claim.requests)} if claim else None,
         "computeDomainChannel": compiled.channels.get(key),
         "sizing": sizing_lines(plan.sizing) if plan.sizing and not plan.alternatives else None,
         "cache": plan.cache.lines() if plan.cache else None,
         "alternatives": [{"alternative": a.index + 1, "gpusPerReplica": a.gpus,
                           "pools": [{"pool": m.pool.name, "serves": m.ok, "reason": m.reason} for m in a.matches],
-                          "minMemorySelector": f"{a.min_memory_gib}Gi" if a.min_memory_gib else None,
+                          "minMemorySelector": floor_text(a.min_memory) if a.min_memory else None,
                           "sizing": sizing_lines(a.sizing) if a.sizing else None} for a in plan.alternatives],
         "fractionalMemory": str(plan.workload.spec.gpu.memory) if plan.workload.spec.gpu.fractional else None,
         "cachesEveryProfile": plan.workload.spec.model is not None and plan.tensor_parallelism is None,

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..facts.driver import builtin_class_for, config_api_version
 from ..plan import AlternativePlan, WorkloadPlan
+from ..plan.sizing import floor_text
 from ..validate.intents import GpuRequest
 from ..validate.resolved import ResolvedCluster
 from . import selectors as sel
@@ -70,9 +71,9 @@ def requests_for(plan: WorkloadPlan) -> list[Request]:
     sources = {"deviceClassName": class_source, "count": _count_source(plan),
                "selectors": ("spec.gpu.require", "spec.model", "spec.gpu")}
     sources.update({f"selectors[{j}]": (path, "spec.gpu.require") for j, path in enumerate(require)})
-    if plan.min_memory_gib:
+    if plan.min_memory:
         sources[f"selectors[{len(selectors)}]"] = ("spec.model",)  # the floor sizing adds
-        selectors.append(sel.min_memory(f"{plan.min_memory_gib}Gi"))
+        selectors.append(sel.min_memory(floor_text(plan.min_memory)))
     capacity: tuple[tuple[str, str], ...] = ()
     if gpu.fractional and gpu.memory is not None:
         capacity = (("memory", gpu.memory.text),)
@@ -91,9 +92,9 @@ def _alternative(plan: WorkloadPlan, alt: AlternativePlan, common: list[tuple[st
                         "selectors": (f"{at}.require", "spec.gpu.require", at)}
     paths = common_paths + [f"{at}.require.{field}" for _, field in own]
     sources.update({f"selectors[{j}]": (path, at) for j, path in enumerate(paths)})
-    if alt.min_memory_gib:
+    if alt.min_memory:
         sources[f"selectors[{len(selectors)}]"] = (f"{at}.count", "spec.model")
-        selectors.append(sel.min_memory(f"{alt.min_memory_gib}Gi"))
+        selectors.append(sel.min_memory(floor_text(alt.min_memory)))
     return Request(f"alt-{alt.index}", spec.class_ or builtin_class_for("gpu"), alt.gpus or 1, tuple(selectors), sources, (at,))
 
 
@@ -246,7 +247,7 @@ def lower_claims(cluster: ResolvedCluster, plans: list[WorkloadPlan]) -> tuple[l
             groups.setdefault((plan.namespace, plan.share_group), []).append(plan)
     for (namespace, group), members in sorted(groups.items()):
         # Members agree on every gpu setting (a validation rule); sizing agrees because it sums them.
-        lead = max(members, key=lambda p: ((p.gpus or 0), p.min_memory_gib or 0, p.name))
+        lead = max(members, key=lambda p: ((p.gpus or 0), p.min_memory or 0, p.name))
         spec, names, sources = claim_spec_with_sources(lead, cluster)
         name = hashed_name(group, spec)
         member_names = sorted(p.name for p in members)

@@ -14,7 +14,7 @@ from ..validate.documents import Fleet, Intent
 from ..validate.intents import GpuWorkload, Require
 from ..validate.resolved import ResolvedCluster
 from .matching import PoolMatch, match_pools
-from .sizing import GIB, CacheSize, Sizing, cache_size, floor_gib, model_bytes, size_model
+from .sizing import GIB, CacheSize, Sizing, cache_size, memory_floor, model_bytes, size_model
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class AlternativePlan:
     matches: tuple[PoolMatch, ...]
     gpus: int | None  # None when no pool can serve it
     sizing: Sizing | None
-    min_memory_gib: int | None
+    min_memory: int | None
 
     @property
     def viable(self) -> bool:
@@ -38,7 +38,7 @@ class WorkloadPlan:
     matches: tuple[PoolMatch, ...]
     gpus: int | None  # full GPUs per pod (per node for multi-node; the first alternative's); None for a MIG mix
     sizing: Sizing | None
-    min_memory_gib: int | None  # per-GPU memory floor sizing adds as a selector
+    min_memory: int | None  # per-GPU memory floor (bytes) sizing adds as a selector
     share_group: str | None
     alternatives: tuple[AlternativePlan, ...] = ()  # gpu.alternatives, in order
     # multi-node over NVLink (a ComputeDomain): only on multi-node NVLink hardware; a multi-node workload
@@ -115,7 +115,7 @@ def plan_workload(cluster: ResolvedCluster, intent: Intent[GpuWorkload], fleet: 
                                       f"{'per node ' if nodes > 1 else ''}of any pool of cluster '{cluster.name}'",
                                       "use a lower precision, a shorter contextLength or concurrency, or bigger GPUs"))
         elif sizing.auto:
-            min_memory = floor_gib(sizing.per_gpu)
+            min_memory = memory_floor(sizing.per_gpu, [c[1] for c in sizing.candidates])
         elif sizing.per_gpu > max(c[1] for c in sizing.candidates):
             findings.add(intent.warning(("spec", "gpu", "count"),
                                         f"the model needs {sizing.per_gpu / GIB:.1f} GiB per GPU at {count} GPU(s); the largest GPU "
@@ -171,7 +171,8 @@ def _plan_alternatives(cluster: ResolvedCluster, intent: Intent[GpuWorkload], fl
                    else "the model does not fit the GPUs of the pools that match it")
             findings.add(intent.warning(path, f"alternative {i + 1} cannot be satisfied on cluster '{cluster.name}' ({why}); "
                                               "the scheduler skips it and tries the next", "relax its require or count"))
-        floor = floor_gib(sizing.per_gpu) if sizing is not None and sizing.auto and count is not None else None
+        floor = (memory_floor(sizing.per_gpu, [c[1] for c in sizing.candidates])
+                 if sizing is not None and sizing.auto and count is not None else None)
         alternatives.append(AlternativePlan(i, matches, count if satisfiable else None, sizing, floor))
     viable = [a for a in alternatives if a.viable]
     if not viable:
@@ -184,7 +185,7 @@ def _plan_alternatives(cluster: ResolvedCluster, intent: Intent[GpuWorkload], fl
     matches = tuple(by_pool[p.name] for p in cluster.pools if p.name in by_pool)
     first = viable[0] if viable else None
     return WorkloadPlan(intent, matches, first.gpus if first else None, first.sizing if first else None,
-                        first.min_memory_gib if first else None, w.share_group, tuple(alternatives))
+                        first.min_memory if first else None, w.share_group, tuple(alternatives))
 
 
 def _check_fraction_holds_model(intent: Intent[GpuWorkload], memory: int, findings: Findings) -> None:

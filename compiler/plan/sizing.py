@@ -58,9 +58,20 @@ class Sizing:
         return math.ceil(self.total_need / gpus) if gpus else self.total_need
 
 
-def floor_gib(share: int) -> int:
-    """The per-GPU memory floor (whole GiB, rounded up) sizing adds as a selector for `share` bytes."""
-    return math.ceil(share / GIB)
+MIB = 1024**2
+
+
+def memory_floor(share: int, gpu_memory: list[int] | tuple[int, ...] = ()) -> int:
+    """The per-GPU memory floor (bytes) sizing adds as a selector for `share` bytes: whole GiB, rounded up,
+    unless that would shut out a GPU the share fits (79.5 GiB on an 80 GB H100 of 79.6 GiB), then whole MiB."""
+    whole = math.ceil(share / GIB) * GIB
+    exact = math.ceil(share / MIB) * MIB
+    return exact if any(exact <= m < whole for m in gpu_memory) else whole
+
+
+def floor_text(floor: int) -> str:
+    """A memory floor as a selector writes it: "45Gi", or "81408Mi" when it is not whole GiB."""
+    return str(Quantity.of_bytes(floor))
 
 
 def model_need(model: ModelSpec) -> tuple[ModelShape, dict]:
@@ -97,8 +108,9 @@ def size_model(model: ModelSpec, matches: list[PoolMatch], requested: int | None
         across = f" x {nodes} nodes" if nodes > 1 else ""
         for tries in sizing_table()["autoCounts"]:
             share = math.ceil(total / (tries * nodes))
-            # the claim will select GPUs with at least the share rounded up to whole GiB: fit on that
-            fitting = [c for c in candidates if c[1] >= floor_gib(share) * GIB and c[2] >= tries]
+            # the claim will select GPUs with at least the share's floor (memory_floor): fit on that
+            floor = memory_floor(share, [c[1] for c in candidates])
+            fitting = [c for c in candidates if c[1] >= floor and c[2] >= tries]
             if fitting:
                 steps.append(f"{tries} GPU(s){across}: {share / GIB:.1f} GiB each -> fits pool {fitting[0][0]} "
                              f"({fitting[0][1] / GIB:.1f} GiB x {fitting[0][2]} per node)")
@@ -107,7 +119,7 @@ def size_model(model: ModelSpec, matches: list[PoolMatch], requested: int | None
             largest = max(candidates, key=lambda c: c[1]) if candidates else None
             steps.append(f"{tries} GPU(s){across}: {share / GIB:.1f} GiB each -> "
                          + (f"too big for the largest GPU ({largest[1] / GIB:.1f} GiB, pool {largest[0]})"
-                            if largest and largest[1] < floor_gib(share) * GIB else
+                            if largest and largest[1] < floor else
                             "no pool has that many GPUs per node" if largest else "no pool can serve the workload"))
     return Sizing(
         parameters=model.parameters, precision=model.precision, weight_bytes_per_param=n["bpp"], overhead=n["overhead"],
