@@ -213,11 +213,12 @@ class DynamicMigFacts:
     counter_set: str  # format with minor=
     counters: dict[str, str]  # capacity name -> counter name
     memory_slice_counter: str  # format with i=
+    skips_gpus_without_mig_since: str  # driver line from which the gate leaves GPUs without MIG alone
 
 
 def dynamic_mig() -> DynamicMigFacts:
     d = load_table("dra_driver")["dynamicMig"]
-    return DynamicMigFacts(d["counterSet"], dict(d["counters"]), d["memorySliceCounter"])
+    return DynamicMigFacts(d["counterSet"], dict(d["counters"]), d["memorySliceCounter"], d["skipsGpusWithoutMigSince"])
 
 
 def static_mig_memory_slice() -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...diagnostics import Findings, did_you_mean
-from ...facts.driver import capability, exclusive_gates, gate_requirements, gates, gates_on, logging_gates
+from ...facts.driver import capability, dynamic_mig, exclusive_gates, gate_requirements, gates, gates_on, logging_gates
 from ...facts.platform import dra_gate_note, dra_gates
 from ..documents import Fleet
 from ..features import cluster_features, derived_gates
@@ -62,6 +62,8 @@ def _check_gates(cluster: ResolvedCluster, workloads: list[GpuWorkload], fleet: 
     for gate, needed in gate_requirements().items():
         if effective.get(gate) and gate in known and not effective.get(needed, False):
             findings.add(intent.error(gates_path + (needed,), f"feature gate {gate} needs {needed} enabled"))
+    if effective.get("DynamicMIG"):
+        _check_dynamic_mig_pools(cluster, "DynamicMIG" in user, findings)
     for name, fact in known.items():  # a driver gate whose output the cluster's scheduler must understand
         note = dra_gate_note(fact.kubernetes_gate, cluster.api.minor) if effective.get(name) and fact.kubernetes_gate else ""
         if note:
@@ -70,6 +72,24 @@ def _check_gates(cluster: ResolvedCluster, workloads: list[GpuWorkload], fleet: 
             message = f"driver feature gate {name} needs the Kubernetes feature gate {fact.kubernetes_gate}: {note}"
             findings.add(intent.error(where, message, f"turn {name} off, or upgrade Kubernetes") if missing else
                          intent.warning(where, message, "or turn the driver gate off again"))
+
+
+def _check_dynamic_mig_pools(cluster: ResolvedCluster, user_set: bool, findings: Findings) -> None:
+    """Drivers before the fix of issue #1092 run DynamicMIG on every GPU: nodes whose GPUs have no MIG publish
+    no ResourceSlice, so their GPUs vanish from DRA as soon as any pool turns the gate on."""
+    since = dynamic_mig().skips_gpus_without_mig_since
+    if cluster.driver.at_least(since):
+        return
+    why = ("set in draDriver.values.featureGates" if user_set else
+           "on for pools " + ", ".join(p.name for p in cluster.pools if p.mig_dynamic))
+    for pool in cluster.dra_pools:
+        if pool.gpu.mig is None:
+            findings.add(cluster.intent.error(
+                pool.path + ("gpu", "model"),
+                f"node pool '{pool.name}' has {pool.gpu.key} GPUs, which have no MIG; with the DynamicMIG gate ({why}) driver "
+                f"{cluster.spec.dra_driver.version} publishes no GPUs of such nodes (driver issue #1092)",
+                f"upgrade draDriver.version to {since} or newer (it skips GPUs without MIG), or set allocation: devicePlugin "
+                "on this pool"))
 
 
 def _gate_origin(a: str, b: str, derived: dict[str, bool]) -> str:

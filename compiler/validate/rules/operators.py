@@ -18,8 +18,18 @@ def check_operator_modes(fleet: Fleet, clusters: dict[str, ResolvedCluster], fin
 
 def _check_operator_mode(cluster: ResolvedCluster, findings: Findings) -> None:
     """With mode none another tool runs the GPU Operator: gpuc's mig-parted ConfigMap and MIG labels do
-    nothing until that install's migManager reads the ConfigMap."""
+    nothing until that install's migManager reads the ConfigMap, and gpuc cannot keep that install's
+    device plugin off the DRA pools (both would hand out the same GPUs: over-admission)."""
     op = cluster.spec.gpu_operator
+    if op.mode == "none" and cluster.dra_pools:
+        label = gpu_operator()["devicePluginDeployLabel"]
+        pools = ", ".join(p.name for p in cluster.dra_pools)
+        findings.add(cluster.intent.warning(
+            ("spec", "gpuOperator", "mode"),
+            f"with mode none gpuc cannot keep a device plugin off the DRA pools ({pools}); a device plugin and the DRA "
+            "driver serving the same GPUs both hand them out, and pods get GPUs another pod holds",
+            f"disable the device plugin of the GPU Operator you run on those nodes (devicePlugin.enabled=false, or node "
+            f"label {label}=false), or use mode patch so gpuc sets it"))
     if op.mode == "none" and any(p.mig_layout is not None or p.mig_dynamic for p in cluster.pools):
         name = gpu_operator()["migConfigMapName"]
         findings.add(cluster.intent.warning(("spec", "gpuOperator", "mode"),
