@@ -184,7 +184,7 @@ def cmd_render(args: argparse.Namespace) -> int:
         _print_diagnostics(built.warnings, False)
         for c in built.clusters.values():
             releases = f"{c.releases} Helm release{'' if c.releases == 1 else 's'}"
-            print(f"{c.name}: {c.objects} objects, {releases}, {c.checked - c.objects} Argo CD Applications -> {Path(args.out) / c.name}")
+            print(f"{c.name}: {c.objects} objects, {releases}, {c.applications} Argo CD Applications -> {Path(args.out) / c.name}")
     return EXIT_OK
 
 

@@ -114,6 +114,7 @@ class _Job:
             outcome.infeasible = findings.errors
             return outcome
         outcome.objects, outcome.releases = len(compiled.objects), len(compiled.releases)
+        outcome.applications = sum(1 for o in compiled.gitops if not o.patch)
         files = cluster_files(compiled) if self.write is not None or options.previous is not None else None
         tree = self.previous(name, files)
         previous: PreviousObjects = tree if tree is not None else NO_PREVIOUS

@@ -22,7 +22,7 @@ def test_validate_checks_the_output_and_reports_kinds_without_crd():
     result = gpuc("validate", EXAMPLES, *crd_args(), "--output", "json")
     assert result.code == 0, result.err
     data = json.loads(result.out)
-    assert data["checkedObjects"] == {"lab": 8, "prod-east": 25, "staging": 8, "west": 8}
+    assert data["checkedObjects"] == {"lab": 9, "prod-east": 26, "staging": 9, "west": 9}
     missing = [w for w in data["warnings"] if "no CRD for" in w["message"]]
     assert {w["file"] for w in missing} == {"clusters/lab.yaml", "clusters/prod-east.yaml", "clusters/staging.yaml", "clusters/west.yaml"}
     assert all("Application (argoproj.io/v1alpha1)" in w["message"] for w in missing)

@@ -392,7 +392,7 @@ def test_every_object_is_labelled_annotated_and_waved(fleet):
 
 def test_argocd_applications(fleet):
     compiled = compile_single(fleet(clusters=[cluster_doc(driver="0.4.1")]))
-    apps = {a.name: a.manifest for a in compiled.gitops}
+    apps = {a.name: a.manifest for a in compiled.gitops if a.kind == "Application"}
     assert sorted(apps) == ["c1-dra-driver-nvidia-gpu", "c1-gpu-operator", "c1-gpuc", "c1-nim-operator"]
     driver = apps["c1-dra-driver-nvidia-gpu"]["spec"]
     assert driver["sources"][0] == {"repoURL": "registry.k8s.io/dra-driver-nvidia/charts", "chart": "dra-driver-nvidia-gpu",

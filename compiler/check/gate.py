@@ -33,7 +33,8 @@ class ClusterOutcome:
     unplaced: int = 0  # pods that cannot be placed
     objects: int = 0
     releases: int = 0
-    checked: int = 0  # objects the checks saw (Argo CD Applications included)
+    applications: int = 0  # Argo CD Applications
+    checked: int = 0  # objects the checks saw (the Argo CD objects included)
     paths: list[str] = field(default_factory=list)  # files written, when the caller wrote the cluster
 
     @property

@@ -12,6 +12,13 @@ from ..lower.graph import CompiledCluster, KubeObject
 from .staging import MARKER
 from .yaml_out import dump, dump_manifest
 
+ARGOCD_CM_HEADER = (
+    f"{MARKER}\n"
+    "# Argo CD health checks for ResourceClaims, ComputeDomains, NIMCaches and NIMServices: keys of argocd-cm.\n"
+    "# Not part of kustomization.yaml (Argo CD's install owns argocd-cm). Merge the keys in with\n"
+    "#   kubectl apply --server-side --field-manager=gpuc -f argocd-cm-health.yaml\n"
+    "# or list this file under `patches:` of the kustomization that installs Argo CD.\n")
+
 
 def object_filename(obj: KubeObject) -> str:
     parts = [str(int(obj.wave)), obj.kind.lower()] + ([obj.namespace] if obj.namespace else []) + [obj.name]
@@ -45,6 +52,9 @@ def cluster_files(compiled: CompiledCluster) -> dict[str, str]:
     if compiled.gitops:
         app_names = []
         for app in sorted(compiled.gitops, key=KubeObject.sort_key):
+            if app.patch:  # Argo CD's own settings: applied to the Argo CD install, not synced by an Application
+                files[f"argocd/{app.name}-health.yaml"] = ARGOCD_CM_HEADER + dump_manifest(app.manifest)
+                continue
             name = f"argocd/{app.name}.yaml"
             files[name] = dump_manifest(app.manifest)
             app_names.append(name.removeprefix("argocd/"))

@@ -7,6 +7,8 @@ tree's `argocd/` folder, which an app-of-apps or ApplicationSet points at.
 
 from __future__ import annotations
 
+import functools
+from importlib import resources
 from typing import Any
 
 from .graph import CompiledCluster, HelmRelease, KubeObject, Wave
@@ -30,6 +32,35 @@ APPLICATION_SOURCES = {
     **{f"spec.sources[{i}].repoURL": ("spec.gitops.repoURL", "spec.draDriver.version", "spec.gitops") for i in (0, 1)},
     **{f"spec.sources[{i}].targetRevision": ("spec.draDriver.version", "spec.gitops.targetRevision", "spec.gitops") for i in (0, 1)},
 }
+
+
+# Argo CD's ConfigMap, and the label without which Argo CD ignores it.
+ARGOCD_CM = "argocd-cm"
+ARGOCD_CM_LABELS = {"app.kubernetes.io/name": "argocd-cm", "app.kubernetes.io/part-of": "argocd"}
+HEALTH_KEY = "resource.customizations.health.{}"
+
+
+@functools.cache
+def health_checks() -> dict[str, str]:
+    """argocd-cm key -> Lua health check, one per kind Argo CD has none for (argocd_health/<group>_<Kind>.lua)."""
+    folder = resources.files(__package__).joinpath("argocd_health")
+    scripts = sorted((f for f in folder.iterdir() if f.name.endswith(".lua")), key=lambda f: f.name)
+    return {HEALTH_KEY.format(f.name.removesuffix(".lua")): f.read_text(encoding="utf-8") for f in scripts}
+
+
+def health_patch(compiled: CompiledCluster) -> KubeObject:
+    """The argocd-cm keys that teach Argo CD the health of claims, ComputeDomains and NIM resources.
+
+    A partial ConfigMap for server-side apply (or a kustomize patch), not one of the Applications: Argo CD's
+    own install owns argocd-cm. Every cluster gets all the checks, byte-identical, so applying several
+    clusters' copies to one Argo CD with one field manager never drops another cluster's keys."""
+    gitops = compiled.cluster.spec.gitops
+    assert gitops is not None
+    manifest = {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": ARGOCD_CM, "namespace": gitops.namespace, "labels": dict(ARGOCD_CM_LABELS)},
+                "data": health_checks()}
+    return KubeObject(manifest, Wave.CHARTS, "argocd/health", compiled.cluster.intent.source, patch=True,
+                      sources={"": ("spec.gitops",), "metadata.namespace": ("spec.gitops.namespace", "spec.gitops")})
 
 
 def values_file(release: HelmRelease) -> str:
@@ -84,4 +115,5 @@ def lower_argocd(compiled: CompiledCluster) -> list[KubeObject]:
                             wave=RENDERED_APP_WAVE, component="argocd/rendered", origin=ref,
                             annotations={"argocd.argoproj.io/compare-options": "ServerSideDiff=true"},
                             body={"spec": rendered}, sources=APPLICATION_SOURCES))
+    apps.append(health_patch(compiled))
     return apps

@@ -112,7 +112,8 @@ class CompiledCluster:
     plan: ClusterPlan
     objects: list[KubeObject] = field(default_factory=list)
     releases: list[HelmRelease] = field(default_factory=list)
-    gitops: list[KubeObject] = field(default_factory=list)  # Argo CD Applications (rendered backend only)
+    # Argo CD Applications, and the argocd-cm patch (patch=True) with health checks (rendered backend only)
+    gitops: list[KubeObject] = field(default_factory=list)
     node_labels: dict[str, dict[str, str]] = field(default_factory=dict)  # pool -> labels
     claims: dict[str, Any] = field(default_factory=dict)  # "ns/workload" -> ClaimRef it consumes
     # the DRA driver's settings as its chart's values, whoever installs it (its own release, or the GPU
