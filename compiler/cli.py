@@ -54,6 +54,30 @@ def _checks(args: argparse.Namespace):
     return CheckOptions(tuple(Path(d) for d in args.crds or ()), args.require_crds, args.allow_replace)
 
 
+def _state(args: argparse.Namespace):
+    """The running cluster, from exports (--state, --slices) or read live (--kubeconfig/--context); None without."""
+    from .diagnostics import Diagnostic, InputError
+
+    files = list(getattr(args, "state", None) or []) + ([args.slices] if getattr(args, "slices", None) else [])
+    live = getattr(args, "kubeconfig", None) is not None or getattr(args, "context", None) is not None
+    if files and live:
+        raise InputError([Diagnostic(files[0], 0, "--state", "--state and --kubeconfig/--context both describe the cluster",
+                                     "read it one way: the export (CI) or live (a terminal)")])
+    if files:
+        from .load.state import read_state
+
+        state = read_state(files, "--slices" if getattr(args, "slices", None) and not getattr(args, "state", None) else "--state")
+    elif live:
+        from .load.live import read_live
+
+        state = read_live(args.kubeconfig, args.context)
+    else:
+        return None
+    if getattr(args, "output", "text") != "json":
+        _print_diagnostics(state.warnings, False)
+    return state
+
+
 def _load(args: argparse.Namespace):
     """A large fleet's files start parsing in worker processes before the compiler is imported."""
     from .runner import load
@@ -68,12 +92,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.previous is not None and not Path(args.previous).is_dir():
         raise InputError([Diagnostic(str(args.previous), 0, "--previous", "directory does not exist",
                                      "pass the output directory of an earlier `gpuc render`")])
+    state = _state(args)
     loaded = _load(args)
     from .pipeline import CompileOptions, compile_fleet
 
     # The same gate as render: a fleet validate passes is one render writes.
-    options = CompileOptions(checks=_checks(args), previous=Path(args.previous) if args.previous else None,
-                             keep=False, jobs=args.jobs)
+    options = CompileOptions(only=args.cluster, checks=_checks(args), previous=Path(args.previous) if args.previous else None,
+                             keep=False, jobs=args.jobs, state=state)
     built = compile_fleet(loaded, options, built=_built_progress())
     built.raise_if_failed("`gpuc render` would refuse this fleet")
     checked = {c.name: c.checked for c in built.clusters.values()}
@@ -154,12 +179,13 @@ def cmd_render(args: argparse.Namespace) -> int:
         raise _cannot_write(out, exc.strerror or str(exc)) from None
     done = False
     try:
+        state = _state(args)
         loaded = _load(args)
         from .pipeline import CompileOptions, compile_fleet
 
         # the tree about to be replaced is the previous state; the build workers stage what passes
         options = CompileOptions(only=args.cluster, checks=_checks(args), previous=out, allow_infeasible=args.allow_infeasible,
-                                 keep=False, jobs=args.jobs)
+                                 keep=False, jobs=args.jobs, state=state)
         built = compile_fleet(loaded, options, write=functools.partial(stage_cluster, out, staging), built=_built_progress())
         built.raise_if_failed()
         trees = {c.name: c.paths for c in built.clusters.values()}
@@ -218,7 +244,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from .emit.plan_report import plan_text
     from .pipeline import CompileOptions, compile_fleet
 
-    options = CompileOptions(only=args.cluster, detail=True, slices=Path(args.slices) if args.slices else None)
+    options = CompileOptions(only=args.cluster, detail=True, state=_state(args))
     compilation = compile_fleet(args.fleet, options, progress=_progress_for)
     plans = [c.placement for c in compilation.clusters.values() if c.placement is not None]
     # clusters that did not compile have no placement, and output the checks refuse would not be applied
@@ -269,7 +295,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
     from .emit.diff.report import as_json, markdown
     from .pipeline import diff_fleet
 
-    diff = diff_fleet(Path(args.fleet), args.base, args.cluster, CheckOptions(tuple(Path(d) for d in args.crds or ())))
+    diff = diff_fleet(Path(args.fleet), args.base, args.cluster, CheckOptions(tuple(Path(d) for d in args.crds or ())),
+                      state=_state(args))
     gated = sorted(set(args.fail_on) & diff.conditions())
     print(as_json(diff, gated) if args.output == "json" else markdown(diff), end="" if args.output != "json" else "\n")
     return EXIT_FINDINGS if gated else EXIT_OK
@@ -316,8 +343,19 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--allow-replace", action="store_true",
                        help="accept changes to immutable fields gpuc knows how to replace (reported as warnings)")
 
+    def add_state(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--state", action="append", metavar="FILE",
+                       help="the running cluster as `kubectl get resourceslices,resourceclaims,deviceclasses,nodes -A -o yaml` "
+                            "exports it (a List, a multi-document stream or JSON; repeatable; - reads standard input): "
+                            "its ResourceSlices replace the synthesized devices and its allocated claims hold theirs; "
+                            "needs --cluster when the fleet has several clusters")
+        p.add_argument("--kubeconfig", metavar="FILE", help="read the running cluster live instead (the same kinds as --state)")
+        p.add_argument("--context", metavar="NAME", help="the kubeconfig context to read (default: the current one)")
+
     validate = add("validate", cmd_validate, "compile the intents and check the output, without writing anything")
+    validate.add_argument("--cluster", help="validate only this cluster")
     add_checks(validate)
+    add_state(validate)
     validate.add_argument("--previous", metavar="DIR",
                           help="an earlier render's output directory: check updates against it (immutable fields, CRD transition rules)")
     render = add("render", cmd_render, "check and write the rendered tree Argo CD consumes (nothing is written on errors)")
@@ -325,12 +363,14 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--cluster", help="render only this cluster")
     add_checks(render)
     render.add_argument("--allow-infeasible", action="store_true",
-                        help="render even when some pods cannot be placed on the cluster's synthesized inventory")
+                        help="render even when some pods cannot be placed on the cluster's devices")
+    add_state(render)
     plan = add("plan", cmd_plan, "place every pod's claims on the cluster's devices, offline, like the scheduler")
     plan.add_argument("--cluster", help="plan only this cluster")
     plan.add_argument("--html", metavar="FILE", help="also write a self-contained HTML capacity report to FILE")
-    plan.add_argument("--slices", metavar="FILE",
-                      help="the cluster's real ResourceSlices (kubectl get resourceslices -o yaml) instead of synthesized ones")
+    add_state(plan)
+    plan.add_argument("--slices", metavar="FILE", help="the cluster's ResourceSlices alone (kubectl get resourceslices -o yaml): "
+                                                       "an export --state reads too")
     inventory = add("inventory", cmd_inventory, "print the ResourceSlices the cluster's DRA driver would publish")
     inventory.add_argument("--cluster", required=True, help="the cluster")
     explain = add("explain", cmd_explain, "show sizing, pools and objects behind one workload")
@@ -344,6 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--fail-on", type=_gates, action="extend", default=[], metavar="CONDITIONS",
                       help="exit 1 when the diff has any of these conditions (comma-separated, repeatable): "
                            "any, replacement, gpu-increase, infeasible, cluster-removed")
+    add_state(diff)
     add("schema", cmd_schema, "print the JSON Schema of the input kinds", fleet=False)
     return parser
 

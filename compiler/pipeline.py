@@ -25,10 +25,11 @@ from .emit.previous import PreviousTree
 from .emit.tree import cluster_files
 from .load.fleet import FleetFiles, load_fleet
 from .load.git import materialize
+from .load.state import ClusterState
 from .load.yaml_source import SourceDoc
 from .lower import lower_cluster
 from .lower.graph import CompiledCluster
-from .place import AllocationPlan, Inventory, Progress, exported_inventory, place_cluster, synthesize_for
+from .place import NO_USE, AllocationPlan, ClusterUse, Inventory, Progress, place_cluster, running_inventory, synthesize_for
 from .plan import plan_cluster
 from .runner import OVERLAP_MIN_OBJECTS, LoadedFleet, build_workers, load, mapped, overlapped, without_cyclic_gc
 from .validate.documents import CheckedDocument, Fleet, build_fleet
@@ -48,7 +49,9 @@ class CompileOptions:
     previous: Path | None = None  # a previous render's root: updates are judged against DIR/<cluster>
     allow_infeasible: bool = False  # pods that cannot be placed are warnings, not a failure
     detail: bool = False  # record every placed pod's devices and each pool's use (plan, diff, reports)
-    slices: Path | None = None  # the cluster's exported ResourceSlices instead of synthesized ones (one cluster)
+    # the running cluster (exports or a live read): its ResourceSlices instead of synthesized ones, and the
+    # devices its allocated claims hold; it describes one cluster
+    state: ClusterState | None = None
     keep: bool = True  # keep compiled objects and placements (False: findings only; large fleets build in workers)
     missing_ok: bool = False  # `only` may name no cluster of the fleet (a diff side without it)
     jobs: int | None = None  # worker processes (None: one per core for large fleets)
@@ -98,9 +101,9 @@ class _Job:
     progress: Callable[[str], Progress | None] | None = None
     in_process: bool = True  # clusters are built here, one after another (not in forked workers)
 
-    def inventory(self, compiled: CompiledCluster) -> Inventory:
-        slices = self.options.slices
-        return exported_inventory(compiled, slices) if slices is not None else synthesize_for(compiled)
+    def inventory(self, compiled: CompiledCluster) -> tuple[Inventory, ClusterUse]:
+        state = self.options.state
+        return running_inventory(compiled, state) if state is not None else (synthesize_for(compiled), NO_USE)
 
     def previous(self, name: str, files: dict[str, str] | None) -> PreviousTree | None:
         root = self.options.previous
@@ -118,14 +121,14 @@ class _Job:
         files = cluster_files(compiled) if self.write is not None or options.previous is not None else None
         tree = self.previous(name, files)
         previous: PreviousObjects = tree if tree is not None else NO_PREVIOUS
-        inventory = self.inventory(compiled)
+        inventory, use = self.inventory(compiled)
         ctx = ClusterContext(compiled, cluster_catalog(compiled, self.fleet.root, options.checks), options.checks,
                              previous, inventory)
         outcome.checked = len(ctx.objects)
         progress = self.progress(name) if self.progress is not None else None
 
         def place() -> AllocationPlan:
-            return place_cluster(compiled, inventory, progress, detail=options.detail)
+            return place_cluster(compiled, inventory, progress, detail=options.detail, use=use)
 
         # A large cluster built in this process checks its output in a fork while its pods are placed here
         # (two independent halves of the work); otherwise the checks come first, and the gate does not
@@ -173,8 +176,8 @@ def compile_fleet(source: str | os.PathLike[str] | LoadedFleet, options: Compile
             raise InputError([Diagnostic(str(fleet.root), 0, "--cluster", f"no cluster named '{only}' in the fleet",
                                          f"clusters: {', '.join(resolved)}")])
         names = [n for n in resolved if only is None or n == only]
-        if options.slices is not None and len(names) != 1:
-            raise InputError([Diagnostic(str(options.slices), 0, "--slices", "a slices file describes one cluster",
+        if options.state is not None and len(names) != 1:
+            raise InputError([Diagnostic(options.state.display, 0, "--state", "a cluster state describes one cluster",
                                          f"add --cluster (clusters: {', '.join(names)})")])
         workers = 1 if options.keep else build_workers(sum(len(fleet.workloads_on(n)) for n in names), len(names), options.jobs)
         job = _Job(fleet, resolved, options, write, progress, in_process=workers == 1)
@@ -192,11 +195,13 @@ def compile_fleet(source: str | os.PathLike[str] | LoadedFleet, options: Compile
         return CompiledFleet(fleet, outcomes, warnings)
 
 
-def diff_fleet(fleet: Path, base_ref: str, only: str | None = None, checks: CheckOptions | None = None) -> FleetDiff:
+def diff_fleet(fleet: Path, base_ref: str, only: str | None = None, checks: CheckOptions | None = None,
+               state: ClusterState | None = None) -> FleetDiff:
     """Compile the fleet at `base_ref` (read from git) and as it is now, place and check both sides, and
-    compare them. Bad input now is an error (exit 2); a base that does not compile is reported, so that a
-    pull request fixing a broken base branch can still be reviewed."""
-    options = CompileOptions(only=only, checks=checks or CheckOptions(), detail=True, missing_ok=True)
+    compare them; with `state`, both sides are placed on the running cluster, next to what its claims hold.
+    Bad input now is an error (exit 2); a base that does not compile is reported, so that a pull request
+    fixing a broken base branch can still be reviewed."""
+    options = CompileOptions(only=only, checks=checks or CheckOptions(), detail=True, missing_ok=True, state=state)
     head = compile_fleet(fleet, options)
     base, problems = _compile_base(fleet, base_ref, options)
     if only is not None and not problems and only not in head.fleet.clusters and (base is None or only not in base.fleet.clusters):

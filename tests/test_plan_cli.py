@@ -40,12 +40,12 @@ def test_real_devices_that_do_not_match_what_the_intent_assumed(fleet):
 
 def test_slices_need_one_cluster():
     result = gpuc("plan", "intents", "--slices", FIXTURE)
-    assert result.code == 2 and "a slices file describes one cluster" in result.err and "add --cluster" in result.err
+    assert result.code == 2 and "a cluster state describes one cluster" in result.err and "add --cluster" in result.err
 
 
 def test_unreadable_slices_file(fleet, tmp_path):
     result = gpuc("plan", real_cluster(fleet), "--cluster", "c1", "--slices", tmp_path / "missing.yaml")
-    assert result.code == 2 and "cannot read the slices file" in result.err
+    assert result.code == 2 and "cannot read the cluster state" in result.err
 
 
 def test_gpuc_inventory_prints_the_same_bytes_every_time():

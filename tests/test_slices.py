@@ -11,7 +11,7 @@ import yaml
 
 from compiler.cel import Quantity, Semver
 from compiler.diagnostics import InputError
-from compiler.place.inventory import load as loader
+from compiler.load import state as loader
 from compiler.place.inventory.load import load_slices
 
 from conftest import SLICES_FIXTURE as FIXTURE
@@ -112,8 +112,8 @@ def _broken(tmp_path: Path, old: str, new: str, count: int = 1) -> Path:
      "items[4].spec.devices[0].attributes.driverVersion",
      "'570.124' is not a semantic version"),
     ("    nodeName: ip-10-0-2-40\n", "", "items[4].spec", "exactly one of nodeName, nodeSelector, allNodes, perDeviceNodeSelection"),
-    ("  kind: ResourceSlice\n  metadata:\n    creationTimestamp: \"2026-08-01", "  kind: ResourceClaim\n  metadata:\n    creationTimestamp: \"2026-08-01",
-     "items[4].kind", "expected kind ResourceSlice, got 'ResourceClaim'"),
+    ("  kind: ResourceSlice\n  metadata:\n    creationTimestamp: \"2026-08-01", "  metadata:\n    creationTimestamp: \"2026-08-01",
+     "items[4]", "not a Kubernetes object: kind missing"),
 ])
 def test_malformed_exports_are_input_errors_with_file_line_and_field(fleet, tmp_path, old, new, path, message):
     broken = _broken(tmp_path, old, new)
@@ -134,13 +134,13 @@ def test_v1beta1_shape_under_v1_is_named(fleet, tmp_path):
     assert "`basic` is the resource.k8s.io/v1beta1 device shape" in exc.value.diagnostics[0].message
 
 
-def test_not_a_slice_list(fleet, tmp_path):
+def test_an_export_without_slices(fleet, tmp_path):
     path = tmp_path / "pods.yaml"
     path.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n")
     with pytest.raises(InputError) as exc:
         load(fleet, path)
     d = exc.value.diagnostics[0]
-    assert (d.line, d.path) == (2, "kind") and "expected a List of ResourceSlices, got kind 'Pod'" in d.message
+    assert d.file == str(path) and "the cluster state holds no ResourceSlice (only Pod)" in d.message
     assert "kubectl get resourceslices -o yaml" in d.hint
 
 

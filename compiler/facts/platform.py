@@ -149,6 +149,20 @@ def immutable_fields() -> dict[str, tuple[str, ...]]:
             if any(r.api_server for r in rules)}
 
 
+@dataclass(frozen=True)
+class StateKind:
+    group: str  # "" for the core API
+    kind: str
+    plural: str
+    managed_only: bool  # list only what gpuc manages (app.kubernetes.io/managed-by=gpuc)
+
+
+def state_kinds() -> tuple[StateKind, ...]:
+    """The kinds gpuc reads of a running cluster (kubernetes.yaml clusterState)."""
+    return tuple(StateKind(k["group"], k["kind"], k["plural"], bool(k.get("managedOnly")))
+                 for k in load_table("kubernetes")["clusterState"])
+
+
 def gpu_operator() -> dict:
     return load_table("operators")["gpuOperator"]
 

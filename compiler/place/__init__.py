@@ -8,13 +8,15 @@ Both consume lowered objects, which is why this stage comes after `lower`.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
+from ..diagnostics import Diagnostic
+from ..load.state import ClusterState
 from ..lower.graph import CompiledCluster
 from .allocator import AllocationPlan, Progress, cluster_pods, device_classes, plan_pods
+from .held import NO_USE, ClusterUse, cluster_use
 from .inventory import Inventory, synthesize
-from .inventory.load import load_slices
+from .inventory.load import GROUP, load_slices
 
 
 def dra_values(compiled: CompiledCluster) -> dict[str, Any]:
@@ -27,17 +29,31 @@ def synthesize_for(compiled: CompiledCluster) -> Inventory:
     return synthesize(compiled.cluster, dra_values(compiled), compiled.node_labels)
 
 
-def exported_inventory(compiled: CompiledCluster, slices: Path) -> Inventory:
-    """The devices a real cluster published (`kubectl get resourceslices -o yaml`)."""
-    return load_slices(slices, compiled.cluster, compiled.node_labels)
+def running_inventory(compiled: CompiledCluster, state: ClusterState) -> tuple[Inventory, ClusterUse]:
+    """The devices a running cluster published and what its allocated claims already hold. A state without
+    ResourceSlices is planned on the synthesized devices, and its claims cannot be counted: a warning says so."""
+    if not state.of(GROUP, "ResourceSlice"):
+        inventory = synthesize_for(compiled)
+        claims = [c for c in state.of(GROUP, "ResourceClaim") if c.status.get("allocation")]
+        if claims:
+            inventory.warnings += (Diagnostic(
+                state.display, 0, "(ResourceSlices)",
+                f"the cluster state holds {len(claims)} allocated ResourceClaim(s) but no ResourceSlice: planned on the "
+                "synthesized devices, where the devices those claims hold cannot be found, so they are not counted",
+                "export resourceslices together with resourceclaims", "warning"),)
+        return inventory, ClusterUse(running=True)
+    inventory = load_slices(state, compiled.cluster, compiled.node_labels)
+    return inventory, cluster_use(compiled, state, inventory)
 
 
 def place_cluster(compiled: CompiledCluster, inventory: Inventory, progress: Progress | None = None,
-                  detail: bool = True) -> AllocationPlan:
-    """Place every pod of the cluster on `inventory`. Without `detail` only where each pod goes and why
-    it cannot go is recorded (the render gate), not its devices or pool use."""
+                  detail: bool = True, use: ClusterUse = NO_USE) -> AllocationPlan:
+    """Place every pod of the cluster on `inventory`, where the claims of `use` already hold their devices.
+    Without `detail` only where each pod goes and why it cannot go is recorded (the render gate), not its
+    devices or pool use."""
     classes = device_classes(compiled, dra_values(compiled))
-    return plan_pods(compiled.cluster, inventory, classes, cluster_pods(compiled), progress, detail)
+    return plan_pods(compiled.cluster, inventory, classes, cluster_pods(compiled), progress, detail, use)
 
 
-__all__ = ["AllocationPlan", "Inventory", "Progress", "dra_values", "exported_inventory", "place_cluster", "synthesize_for"]
+__all__ = ["NO_USE", "AllocationPlan", "ClusterUse", "Inventory", "Progress", "dra_values", "place_cluster", "running_inventory",
+           "synthesize_for"]

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from ...cel import Quantity
 from ...facts.driver import gpu_driver
 from ...validate.resolved import ResolvedCluster
+from ..held import NO_USE, ClusterUse
 from ..inventory import Inventory
 from ..inventory.codec import unqualify
 from .candidates import DeviceIndex
@@ -279,11 +280,13 @@ def usage(cluster: ResolvedCluster, inventory: Inventory, before: bytearray, aft
 
 
 def plan_pods(cluster: ResolvedCluster, inventory: Inventory, classes: dict[str, DeviceClass], pods: list[Pod],
-              progress: Progress | None = None, detail: bool = True) -> AllocationPlan:
-    """Place `pods` on `inventory`; outcomes come back in `pods` order. Without `detail` (the render and
-    validate gate, which only reports unplaceable pods) placed pods carry no devices and pool usage is
-    left out: a tenth of the planning time at thousands of pods."""
+              progress: Progress | None = None, detail: bool = True, use: ClusterUse = NO_USE) -> AllocationPlan:
+    """Place `pods` on `inventory`, where the claims of `use` already hold their devices; outcomes come back
+    in `pods` order. Without `detail` (the render and validate gate, which only reports unplaceable pods)
+    placed pods carry no devices and pool usage is left out: a tenth of the planning time at thousands of pods."""
     planner = Planner(inventory, classes, record_devices=detail)
+    for claim in use.foreign:
+        planner.state.hold(claim.claim, ((d.index, d.taken) for d in claim.devices if not d.admin))
     before = bytearray(planner.state.held)
     outcomes: list[PodOutcome | None] = [None] * len(pods)
     for done, i in enumerate(placement_order(pods)):
@@ -295,4 +298,5 @@ def plan_pods(cluster: ResolvedCluster, inventory: Inventory, classes: dict[str,
         inventory=inventory.source, nodes=len(inventory.nodes), devices=len(inventory.devices),
         pods=tuple(o for o in outcomes if o is not None),
         pools=usage(cluster, inventory, before, planner.state.held) if detail else (),
-        warnings=inventory.warnings, devices_of=inventory)
+        warnings=inventory.warnings + use.warnings, devices_of=inventory,
+        held=tuple((c.claim, len(c.devices)) for c in use.foreign), own_in_use=len(use.own), running=use.running)

@@ -148,9 +148,19 @@ def _option_problem(who: str, option: Option, nodes: list[str], index: DeviceInd
         used = sum(1 for d in match.devices if state.in_use[d])
         where = f" ({max(free, key=lambda n: (free[n], n))})" if top else ""
         return (f"{what} needs {_devices(need, 'free ')} on one node: {len(match.devices)} match, {used} "
-                f"{'is' if used == 1 else 'are'} allocated, "
+                f"{'is' if used == 1 else 'are'} allocated{_held_by(match.devices, state)}, "
                 f"at most {top} free on one node{where}")
     return ""
+
+
+def _held_by(devices: list[int] | tuple[int, ...], state: AllocationState) -> str:
+    """" (5 by claims already in the cluster: ns/a, ns/b)" when claims gpuc does not own hold some of them."""
+    holders = Counter(state.holders[d] for d in devices if d in state.holders)
+    if not holders:
+        return ""
+    names = sorted(holders, key=lambda c: (-holders[c], c))
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return f" ({sum(holders.values())} by claims already in the cluster: {shown})"
 
 
 def _request_problem(who: str, request: Request, nodes: list[str], index: DeviceIndex, state: AllocationState) -> str:

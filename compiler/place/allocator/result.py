@@ -119,6 +119,9 @@ class AllocationPlan:
     pools: tuple[PoolUsage, ...]
     warnings: tuple[Diagnostic, ...] = ()
     devices_of: Any = field(default=None, compare=False, repr=False)  # the Inventory planned on (reports draw it)
+    held: tuple[tuple[str, int], ...] = ()  # claims already in the cluster that are not gpuc's: (ns/name, devices)
+    own_in_use: int = 0  # gpuc's own claims found allocated in the cluster (placed again, not counted twice)
+    running: bool = False  # planned against the running cluster's state (--state, --kubeconfig)
 
     @property
     def feasible(self) -> bool:
@@ -135,6 +138,8 @@ class AllocationPlan:
         return {
             "cluster": self.cluster, "kubernetes": self.kubernetes, "draDriver": self.driver, "feasible": self.feasible,
             "inventory": {"source": self.inventory, "nodes": self.nodes, "devices": self.devices},
+            **({"inUseBefore": {"claims": [{"claim": c, "devices": n} for c, n in self.held], "gpucClaims": self.own_in_use}}
+               if self.running else {}),
             "pods": [p.as_dict() for p in self.pods],
             "pools": [p.as_dict() for p in self.pools],
             "placement": {"podOrder": POD_ORDER, "notes": list(PLACEMENT_NOTES)},

@@ -8,6 +8,7 @@ placement is applied with `commit`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from fractions import Fraction
 from typing import NamedTuple
 
@@ -38,6 +39,7 @@ class AllocationState:
         self.multi = bytearray(d.multi for d in inventory.devices)
         self.consumed: dict[int, Consumption] = {}  # device -> capacity its allocations consume
         self.pinned: dict[str, ClaimResult] = {}  # shared claim key -> its allocation
+        self.holders: dict[int, str] = {}  # device -> the claim already in the cluster that holds it
         self._counters: dict[tuple[str, str], dict[str, dict[str, int | Fraction]]] = {}
         # Devices not in use, per node they are bound to (None: node-independent slices), any driver: a node
         # with fewer than a pod needs is skipped without a search.
@@ -63,28 +65,35 @@ class AllocationState:
         return left
 
     def commit(self, results: list[ClaimResult]) -> None:
-        devices = self.inventory.devices
         for result in results:
             for picked in result.devices:
-                if picked.admin:
-                    # Not an allocation others respect: the scheduler leaves admin-access results out of the
-                    # allocated devices, so they neither block the device nor hold its counters afterwards.
-                    continue
-                device = devices[picked.device]
-                self.held[picked.device] = 1
-                if device.multi:  # others may still get it while its capacity lasts
-                    if picked.taken:
-                        total = self.consumed.setdefault(picked.device, {})
-                        for key, amount in picked.taken.items():
-                            total[key] = total.get(key, 0) + amount
-                else:
-                    self.in_use[picked.device] = 1
-                    self._free[self._node(device)] -= 1
-                pool = self.inventory.pool_of(device) if device.consumes else None
-                for use in device.consumes:
-                    left = self.counters(pool).get(use.counter_set)  # type: ignore[arg-type]
-                    for name, quantity in use.counters:
-                        if left is not None and name in left:  # counters no set defines limit nothing
-                            left[name] -= quantity.value
+                if not picked.admin:
+                    # admin access is not an allocation others respect: the scheduler leaves admin-access
+                    # results out of the allocated devices, so they neither block the device nor hold its counters
+                    self._take(picked.device, picked.taken)
             if result.claim.shared:
                 self.pinned[result.claim.key] = result
+
+    def hold(self, claim: str, devices: Iterable[tuple[int, Consumption | None]]) -> None:
+        """Devices a claim already allocated in the cluster holds, before anything is placed."""
+        for index, taken in devices:
+            self.holders.setdefault(index, claim)
+            self._take(index, taken)
+
+    def _take(self, index: int, taken: Consumption | None) -> None:
+        device = self.inventory.devices[index]
+        self.held[index] = 1
+        if device.multi:  # others may still get it while its capacity lasts
+            if taken:
+                total = self.consumed.setdefault(index, {})
+                for key, amount in taken.items():
+                    total[key] = total.get(key, 0) + amount
+        elif not self.in_use[index]:
+            self.in_use[index] = 1
+            self._free[self._node(device)] -= 1
+        pool = self.inventory.pool_of(device) if device.consumes else None
+        for use in device.consumes:
+            left = self.counters(pool).get(use.counter_set)  # type: ignore[arg-type]
+            for name, quantity in use.counters:
+                if left is not None and name in left:  # counters no set defines limit nothing
+                    left[name] -= quantity.value

@@ -1,90 +1,35 @@
-"""A real inventory: ResourceSlices exported with `kubectl get resourceslices -o yaml` (or `-o json`).
+"""A real inventory: the ResourceSlices of a running cluster (`kubectl get resourceslices -o yaml`, any
+export `--state` reads, or a live read).
 
-The export is a `List` of ResourceSlices in whatever resource.k8s.io version the server serves.
-Each pool keeps only its newest generation; a pool with fewer slices than its resourceSliceCount
-is incomplete and one that repeats a device name across slices is invalid: both are reported (the
-scheduler uses incomplete pools for ExactCount but refuses them for All, and refuses invalid pools).
-Malformed input is an error naming file, line and field.
-
-Small files go through the project's line-tracking YAML loader (duplicate keys refused, every line
-known). An export of thousands of nodes is tens of megabytes, which that loader reads slowly, so
-large files are read with libyaml or json and lines are looked up only if there is an error to show.
+Slices come in whatever resource.k8s.io version the server serves. Each pool keeps only its newest
+generation; a pool with fewer slices than its resourceSliceCount is incomplete and one that repeats
+a device name across slices is invalid: both are reported (the scheduler uses incomplete pools for
+ExactCount but refuses them for All, and refuses invalid pools). Malformed slices are errors naming
+file, line and field.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ...cel import Quantity, QuantityError, SemverError
-from ...diagnostics import Diagnostic, InputError, format_path
-from ...load.yaml_source import MAX_NODES, SourceDoc, check_nesting, decode, parse_documents
+from ...diagnostics import Diagnostic, InputError
+from ...facts.driver import gpu_driver
+from ...load.state import ClusterState, StateObject, read_state
 from ...validate.resolved import ResolvedCluster
 from ...validate.types import DNS_LABEL
 from .codec import NESTED_DEVICE_APIS, counter_use, decode_attribute, qualify
 from .model import CounterUse, Device, Inventory, NodeInfo, RequestPolicy, ResourceSlice, build_inventory, natural_key
 
 API_VERSIONS = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1")
-LIST_KINDS = ("List", "ResourceSliceList")
-TRACKED_BYTES = 4 * 1024 * 1024  # above this, parse fast and find lines only when needed
-MAX_BYTES = 1024 * 1024 * 1024
-_ALIAS = re.compile(r"[\s\[{,:]\*[^\s,\]}]")  # a YAML alias (`*name`); the fast loaders would expand a bomb
+GROUP = "resource.k8s.io"
 NODE_SELECTION = ("nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelection")
 EXPORT_HINT = "export the slices with `kubectl get resourceslices -o yaml > slices.yaml`"
 
-Location = tuple[int, tuple]  # (document index, field path)
-
-
-class _Source:
-    """The parsed documents of one file and, lazily, the line of any field."""
-
-    def __init__(self, path: Path) -> None:
-        self.display = str(path)
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise InputError([Diagnostic(self.display, 0, "--slices", f"cannot read the slices file: {exc.strerror}", EXPORT_HINT)]) from None
-        self.text = decode(data, self.display, MAX_BYTES)
-        check_nesting(self.text, self.display)
-        self._tracked: list[SourceDoc] | None = None
-        if len(data) <= TRACKED_BYTES or _ALIAS.search(self.text):
-            self._tracked = self._parse()
-            self.documents = [d.value for d in self._tracked]
-        else:
-            self.documents = self._fast()
-
-    def _parse(self) -> list[SourceDoc]:
-        # kubectl never writes anchors, so a real export has at most about one value per two bytes: a
-        # budget of that size stops an alias bomb without limiting real files
-        return parse_documents(self.text, self.display, max_nodes=max(MAX_NODES, len(self.text) // 2))
-
-    def _fast(self) -> list[Any]:
-        try:
-            if self.text.lstrip().startswith("{"):
-                return [json.loads(self.text)]
-            return [d for d in yaml.load_all(self.text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d is not None]
-        except (ValueError, yaml.YAMLError):
-            self._tracked = self._parse()  # raises with the line
-            return [d.value for d in self._tracked]
-
-    @property
-    def large(self) -> bool:
-        return self._tracked is None
-
-    def line(self, where: Location) -> int:
-        if self._tracked is None:
-            self._tracked = self._parse()
-        doc, path = where
-        return self._tracked[doc].line_of(path) if doc < len(self._tracked) else 0
-
-    def diagnostic(self, where: Location, message: str, hint: str = "", severity: str = "error", cheap: bool = False) -> Diagnostic:
-        line = 0 if cheap and self.large else self.line(where)
-        return Diagnostic(self.display, line, format_path(where[1]), message, hint, severity)  # type: ignore[arg-type]
+Location = tuple[StateObject, tuple]  # (the slice, field path inside it)
 
 
 class _Reader:
@@ -219,15 +164,15 @@ def _policy(reader: _Reader, raw: Any, where: Location) -> RequestPolicy | None:
                          valid_values=tuple(q for i, v in enumerate(values) if (q := amount(v, ("validValues", i))) is not None))
 
 
-def _slice(reader: _Reader, raw: Any, where: Location, source: _Source) -> ResourceSlice | None:
+def _line(obj: StateObject, path: tuple) -> int:
+    return obj.file.line((obj.where[0], obj.where[1] + path)) if obj.file is not None else 0
+
+
+def _slice(reader: _Reader, obj: StateObject) -> ResourceSlice | None:
+    raw = obj.raw
+    where: Location = (obj, ())
     doc, path = where
-    if not isinstance(raw, dict):
-        reader.fail(where, "a list item must be a ResourceSlice mapping")
-        return None
-    api, kind = raw.get("apiVersion"), raw.get("kind")
-    if kind != "ResourceSlice":
-        reader.fail((doc, path + ("kind",)), f"expected kind ResourceSlice, got {kind!r}", EXPORT_HINT)
-        return None
+    api = raw.get("apiVersion")
     if api not in API_VERSIONS:
         reader.fail((doc, path + ("apiVersion",)), f"apiVersion {api!r} is not a resource.k8s.io version with "
                     f"structured parameters ({', '.join(API_VERSIONS)})")
@@ -256,7 +201,7 @@ def _slice(reader: _Reader, raw: Any, where: Location, source: _Source) -> Resou
         if device is None:
             continue
         if device.name in seen:
-            first = source.line((doc, here[1] + ("devices", seen[device.name], "name")))
+            first = _line(obj, here[1] + ("devices", seen[device.name], "name"))
             reader.fail((doc, here[1] + ("devices", i, "name")), f"duplicate device name '{device.name}' in slice {name} "
                         f"(first at line {first})", "device names are unique within a pool; re-export the slices")
         seen.setdefault(device.name, i)
@@ -277,39 +222,34 @@ def _slice(reader: _Reader, raw: Any, where: Location, source: _Source) -> Resou
                          shared_counters=shared)
 
 
-def _items(reader: _Reader, documents: list[Any]) -> list[tuple[Location, Any]]:
-    items: list[tuple[Location, Any]] = []
-    for doc, value in enumerate(documents):
-        kind = value.get("kind") if isinstance(value, dict) else None
-        if kind in LIST_KINDS:
-            entries = value.get("items")
-            if not isinstance(entries, list):
-                reader.fail((doc, ("items",)), "a List needs an `items` list")
-                continue
-            items.extend(((doc, ("items", i)), item) for i, item in enumerate(entries))
-        elif kind == "ResourceSlice":
-            items.append(((doc, ()), value))
-        else:
-            reader.fail((doc, ("kind",)), f"expected a List of ResourceSlices, got {'kind ' + repr(kind) if kind else 'no kind'}", EXPORT_HINT)
-    return items
-
-
-def _node_pool(name: str, cluster: ResolvedCluster) -> str | None:
+def _node_pool(name: str, cluster: ResolvedCluster, products: set[str]) -> str | None:
+    """The node pool a node of the exported slices belongs to: listed in nodeNames, named <pool>-<i>, or
+    else the one pool whose GPU model the node's devices report (productName)."""
     for pool in cluster.pools:
         if pool.spec.node_names and name in pool.spec.node_names:
             return pool.name
     for pool in cluster.pools:
         if not pool.spec.node_names and re.fullmatch(re.escape(pool.name) + r"-\d+", name):
             return pool.name
-    return None
+    by_product = [p for p in cluster.pools if not p.spec.node_names and p.gpu.product_name in products]
+    return by_product[0].name if len(by_product) == 1 and len(products) == 1 else None
 
 
 def _nodes(slices: list[ResourceSlice], cluster: ResolvedCluster, labels: dict[str, dict[str, str]]) -> list[NodeInfo]:
-    names = {s.node_name for s in slices if s.node_name} | {d.node_name for s in slices for d in s.devices if d.node_name}
+    products: dict[str, set[str]] = {}
+    driver = gpu_driver()
+    for s in slices:
+        for d in s.devices:
+            node = d.node_name or s.node_name
+            product = d.attributes.get(driver, {}).get("productName") if d.driver == driver else None
+            if node:
+                found = products.setdefault(node, set())
+                if isinstance(product, str):
+                    found.add(product)
     order = {p.name: i for i, p in enumerate(cluster.pools)}
     nodes = []
-    for name in names:
-        pool = _node_pool(name, cluster)
+    for name, found in products.items():
+        pool = _node_pool(name, cluster, found)
         nodes.append(NodeInfo(name, pool, tuple(sorted(labels.get(pool or "", {}).items()))))
     return sorted(nodes, key=lambda n: (order.get(n.pool or "", len(order)), natural_key(n.name)))
 
@@ -361,34 +301,38 @@ def _undefined_counter_sets(inventory: Inventory, locate: Locate) -> list[Diagno
     return out
 
 
-def load_slices(path: str | Path, cluster: ResolvedCluster, node_labels: dict[str, dict[str, str]] | None = None) -> Inventory:
-    """The inventory a `kubectl get resourceslices` export describes; InputError (exit 2) on malformed input."""
-    source = _Source(Path(path))
+def load_slices(source: str | Path | ClusterState, cluster: ResolvedCluster,
+                node_labels: dict[str, dict[str, str]] | None = None) -> Inventory:
+    """The inventory the ResourceSlices of a cluster state describe (an export file, or a state already
+    read); InputError (exit 2) on malformed slices or a state without any."""
+    state = source if isinstance(source, ClusterState) else read_state([str(source)], "--slices")
     reader = _Reader()
-    items = _items(reader, source.documents)
-    located: list[tuple[Location, ResourceSlice]] = []
-    for where, raw in items:
-        s = _slice(reader, raw, where, source)
+    objects = state.of(GROUP, "ResourceSlice")
+    located: list[tuple[StateObject, ResourceSlice]] = []
+    for obj in objects:
+        s = _slice(reader, obj)
         if s is not None:
-            located.append((where, s))
-    if not items and not reader.problems:
-        reader.fail((0, ()), "the file holds no ResourceSlice", EXPORT_HINT)
+            located.append((obj, s))
+    if not objects:
+        kinds = sorted({o.kind for o in state.objects})
+        raise InputError([Diagnostic(state.display, 0, "(ResourceSlices)",
+                                     f"the cluster state holds no ResourceSlice{' (only ' + ', '.join(kinds) + ')' if kinds else ''}",
+                                     EXPORT_HINT)])
     if reader.problems:
-        raise InputError([source.diagnostic(w, m, h) for w, m, h in reader.problems])
+        raise InputError([w[0].diagnostic(m, h, path=w[1], cheap=False) for w, m, h in reader.problems])
     slices = [s for _, s in located]
-    where_of = {id(s): w for w, s in located}
-    inventory = build_inventory(cluster.name, source.display, _api(items),
+    where_of = {id(s): obj for obj, s in located}
+    inventory = build_inventory(cluster.name, state.display, _api(objects),
                                 slices, _nodes(slices, cluster, node_labels or {}))
 
     def locate(s: ResourceSlice, message: str, hint: str, path: tuple = ()) -> Diagnostic:
-        doc, base = where_of[id(s)]
-        return source.diagnostic((doc, base + path), message, hint, severity="warning", cheap=True)
+        return where_of[id(s)].diagnostic(message, hint, severity="warning", path=path)
 
     warnings = _pool_warnings(inventory, slices, locate)
     strangers = [n.name for n in inventory.nodes if n.pool is None]
     if strangers:
         shown = ", ".join(strangers[:5]) + (f" and {len(strangers) - 5} more" if len(strangers) > 5 else "")
-        warnings.append(Diagnostic(source.display, 0, "(nodes)",
+        warnings.append(Diagnostic(state.display, 0, "(nodes)",
                                    f"{len(strangers)} node(s) belong to no node pool of cluster '{cluster.name}': {shown}",
                                    "list them in the pool's nodePools[].nodeNames (or name them <pool>-<i>) so their GPUs "
                                    "count towards that pool", "warning"))
@@ -396,5 +340,5 @@ def load_slices(path: str | Path, cluster: ResolvedCluster, node_labels: dict[st
     return inventory
 
 
-def _api(items: list[tuple[Location, Any]]) -> str:
-    return next((str(raw.get("apiVersion")) for _, raw in items if isinstance(raw, dict)), API_VERSIONS[0])
+def _api(objects: list[StateObject]) -> str:
+    return next((o.api_version for o in objects), API_VERSIONS[0])

@@ -1,0 +1,135 @@
+"""What the running cluster already holds: the devices of allocated ResourceClaims.
+
+A plan against a running cluster starts from its allocated claims. gpuc's own claims (labelled by
+gpuc: the shared ResourceClaims it renders and the claims pods made from its templates; or, without
+the labels, matched by name, by spec, or by the pod that owns them) are what the plan places anyway,
+so they are not counted twice, whichever version of the intents made them;
+every other allocated claim is capacity already taken, and a pod that no longer fits is told whose
+claims hold what it needed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..cel import Quantity, QuantityError
+from ..diagnostics import Diagnostic
+from ..load.state import ClusterState, StateObject, covers
+from ..lower.graph import CompiledCluster
+from ..lower.meta import MANAGED_BY, WORKLOAD
+from .inventory import Inventory
+from .inventory.capacity import Consumption
+
+GROUP = "resource.k8s.io"
+POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
+
+
+@dataclass(frozen=True)
+class HeldDevice:
+    index: int  # into Inventory.devices
+    taken: Consumption | None  # what it consumes of a device that allows multiple allocations
+    admin: bool = False
+
+
+@dataclass(frozen=True)
+class HeldClaim:
+    claim: str  # ns/name
+    devices: tuple[HeldDevice, ...]
+
+
+@dataclass(frozen=True)
+class ClusterUse:
+    """The allocated claims of the running cluster, split into gpuc's own and everybody else's."""
+
+    foreign: tuple[HeldClaim, ...] = ()
+    own: tuple[str, ...] = ()  # gpuc's claims found allocated: the plan places them again
+    warnings: tuple[Diagnostic, ...] = ()
+    running: bool = False  # read from a running cluster (NO_USE: an empty cluster)
+
+    @property
+    def devices(self) -> int:
+        return sum(len(c.devices) for c in self.foreign)
+
+
+NO_USE = ClusterUse()
+
+
+class _Ownership:
+    """Which live claims gpuc's compiled objects produce."""
+
+    def __init__(self, compiled: CompiledCluster) -> None:
+        self.claims = {(o.namespace, o.name) for o in compiled.objects if o.kind == "ResourceClaim"}
+        self.templates: dict[str, list[Any]] = {}
+        for o in compiled.objects:
+            if o.kind == "ResourceClaimTemplate":
+                self.templates.setdefault(o.namespace, []).append(o.manifest["spec"].get("spec", {}))
+        self.workloads: dict[str, list[str]] = {}
+        for p in compiled.plan.workloads:
+            self.workloads.setdefault(p.namespace, []).append(p.name)
+
+    def owns(self, claim: StateObject) -> bool:
+        ns = claim.namespace
+        labels = claim.metadata.get("labels") or {}
+        if labels.get(MANAGED_BY) == "gpuc" or WORKLOAD in labels:
+            return True  # gpuc's shared claims, and claims made from its templates (any version of them)
+        if (ns, claim.name) in self.claims:
+            return True
+        if any(covers(spec, claim.spec) for spec in self.templates.get(ns, [])):
+            return True  # made from one of gpuc's templates (the template's spec, defaulted by the server)
+        if POD_CLAIM_ANNOTATION in (claim.metadata.get("annotations") or {}):
+            # made from a template for a pod of a gpuc workload: a template since changed (its pods are replaced)
+            owners = [r.get("name", "") for r in claim.metadata.get("ownerReferences") or [] if r.get("kind") == "Pod"]
+            return any(o.startswith(w + "-") for o in owners for w in self.workloads.get(ns, []))
+        return False
+
+
+def _consumed(raw: Any, driver: str) -> Consumption | None:
+    if not isinstance(raw, dict) or not raw:
+        return None
+    out: Consumption = {}
+    for name, value in raw.items():
+        domain, _, ident = str(name).rpartition("/")
+        try:
+            out[(domain or driver, ident)] = Quantity.parse(value).value
+        except QuantityError:
+            continue
+    return out
+
+
+def cluster_use(compiled: CompiledCluster, state: ClusterState, inventory: Inventory) -> ClusterUse:
+    """The allocated claims of `state`, resolved to devices of `inventory`."""
+    ownership = _Ownership(compiled)
+    by_name = {(inventory.slices[d.slice_index].driver, inventory.slices[d.slice_index].pool, d.name): d.index
+               for d in inventory.devices}
+    foreign: list[HeldClaim] = []
+    own: list[str] = []
+    warnings: list[Diagnostic] = []
+    for claim in state.of(GROUP, "ResourceClaim"):
+        allocation = claim.status.get("allocation")
+        results = ((allocation or {}).get("devices") or {}).get("results") if isinstance(allocation, dict) else None
+        if not isinstance(results, list) or not results:
+            continue
+        key = f"{claim.namespace}/{claim.name}"
+        if ownership.owns(claim):
+            own.append(key)
+            continue
+        devices, unknown = [], []
+        for i, r in enumerate(results):
+            if not isinstance(r, dict):
+                continue
+            index = by_name.get((str(r.get("driver")), str(r.get("pool")), str(r.get("device"))))
+            if index is None:
+                unknown.append((i, f"{r.get('driver')}/{r.get('pool')}/{r.get('device')}"))
+                continue
+            devices.append(HeldDevice(index, _consumed(r.get("consumedCapacity"), str(r.get("driver"))), r.get("adminAccess") is True))
+        if unknown:
+            i, name = unknown[0]
+            more = f" and {len(unknown) - 1} more" if len(unknown) > 1 else ""
+            warnings.append(claim.diagnostic(
+                f"ResourceClaim {key} holds device {name}{more}, which the inventory planned on does not have: not counted",
+                "export the cluster's ResourceSlices with its claims (the same `kubectl get` run)", "warning",
+                ("status", "allocation", "devices", "results", i)))
+        if devices:
+            foreign.append(HeldClaim(key, tuple(devices)))
+    return ClusterUse(tuple(foreign), tuple(own), tuple(warnings), running=True)
