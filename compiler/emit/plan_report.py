@@ -32,6 +32,8 @@ def plan_text(plan: AllocationPlan) -> str:
     lines = [f"cluster {plan.cluster}: Kubernetes {plan.kubernetes}, DRA driver {plan.driver}, {source} "
              f"({plan.nodes} nodes, {plan.devices} devices)",
              f"  {placed} of {len(plan.pods)} pods placed" + ("" if plan.feasible else f", {len(plan.pods) - placed} cannot be placed")]
+    if plan.running:
+        lines.append("  " + in_use_before(plan))
     if plan.pods:
         rows = [["WORKLOAD", "POD", "NODE", "DEVICES"]]
         rows += [[p.workload, p.pod, p.node or "-", _devices(p) if p.placed else "(cannot be placed)"] for p in plan.pods]
@@ -49,6 +51,16 @@ def plan_text(plan: AllocationPlan) -> str:
         lines += [f"    {p.workload} {p.pod}: {p.reason}" for p in plan.unplaced]
     lines += [""] + [f"  note: {note}" for note in PLACEMENT_NOTES]
     return "\n".join(lines) + "\n"
+
+
+def in_use_before(plan: AllocationPlan, shown: int = 5) -> str:
+    """What the running cluster already held when the plan started: other claims' devices, and gpuc's own
+    claims (placed again by the plan, so not counted twice)."""
+    devices = sum(n for _, n in plan.held)
+    names = ", ".join(c for c, _ in plan.held[:shown]) + (f" and {len(plan.held) - shown} more" if len(plan.held) > shown else "")
+    foreign = (f"{devices} device(s) held by {len(plan.held)} claim(s) gpuc does not manage ({names})" if plan.held
+               else "no device held by a claim gpuc does not manage")
+    return f"in use before: {foreign}; {plan.own_in_use} of gpuc's own claim(s) allocated, placed again"
 
 
 def unplaced_groups(plan: AllocationPlan) -> list[tuple[str, str, int]]:

@@ -85,6 +85,20 @@ def _list(api: Any, kind: StateKind, version: str) -> list[dict[str, Any]]:
             return items
 
 
+def _first_served(api: Any, kind: StateKind, versions: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The kind's objects in the first of the group's versions that serves it (one group may serve kinds in
+    different versions: ClusterPolicy in nvidia.com/v1, GPUCluster in nvidia.com/v1alpha1). None served: none exist."""
+    from kubernetes.client.exceptions import ApiException
+
+    for version in versions:
+        try:
+            return _list(api, kind, version)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+    return []
+
+
 def read_live(kubeconfig: str | None, context: str | None) -> ClusterState:
     """Every kind gpuc reads, listed from the cluster the kubeconfig context points at."""
     import urllib3
@@ -104,9 +118,9 @@ def read_live(kubeconfig: str | None, context: str | None) -> ClusterState:
                 complete.add((kind.group, kind.kind))  # not served: there are none
                 continue
             try:
-                items = _list(api, kind, versions[0])
+                items = _first_served(api, kind, versions)
             except ApiException as exc:
-                if exc.status in (401, 403, 404):
+                if exc.status in (401, 403):
                     warnings.append(Diagnostic(where, 0, "--kubeconfig", f"cannot list {kind.plural}: {exc.status} {exc.reason}",
                                                "grant list on it to these credentials; gpuc reads it for placement and status",
                                                "warning"))

@@ -75,13 +75,13 @@ class _Ownership:
             return True  # gpuc's shared claims, and claims made from its templates (any version of them)
         if (ns, claim.name) in self.claims:
             return True
+        if POD_CLAIM_ANNOTATION not in (claim.metadata.get("annotations") or {}):
+            return False  # written by hand or by another tool: a claim of the same spec is still somebody else's
         if any(covers(spec, claim.spec) for spec in self.templates.get(ns, [])):
             return True  # made from one of gpuc's templates (the template's spec, defaulted by the server)
-        if POD_CLAIM_ANNOTATION in (claim.metadata.get("annotations") or {}):
-            # made from a template for a pod of a gpuc workload: a template since changed (its pods are replaced)
-            owners = [r.get("name", "") for r in claim.metadata.get("ownerReferences") or [] if r.get("kind") == "Pod"]
-            return any(o.startswith(w + "-") for o in owners for w in self.workloads.get(ns, []))
-        return False
+        # made from a template for a pod of a gpuc workload: a template since changed (its pods are replaced)
+        owners = [r.get("name", "") for r in claim.metadata.get("ownerReferences") or [] if r.get("kind") == "Pod"]
+        return any(o.startswith(w + "-") for o in owners for w in self.workloads.get(ns, []))
 
 
 def _consumed(raw: Any, driver: str) -> Consumption | None:
