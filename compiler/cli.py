@@ -15,6 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
+# every kind gpuc reads of a running cluster (facts: kubernetes.yaml clusterState; a test keeps them equal)
+STATUS_EXPORT = ("kubectl get nodes,resourceslices,resourceclaims,resourceclaimtemplates,deviceclasses,computedomains,nimcaches,"
+                 "nimservices,clusterpolicies,gpuclusters -A -o yaml > state.yaml")
 
 
 def _print_diagnostics(diagnostics, as_json: bool) -> None:
@@ -319,6 +322,22 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+@_guarded
+def cmd_status(args: argparse.Namespace) -> int:
+    from .diagnostics import Diagnostic, InputError
+
+    state = _state(args)
+    if state is None:
+        raise InputError([Diagnostic(str(args.fleet), 0, "--state", "gpuc status needs the running cluster",
+                                     f"pass --state FILE (an export: `{STATUS_EXPORT}`) or --kubeconfig/--context")])
+    from .emit.status_report import status_json, status_text
+    from .pipeline import status_cluster
+
+    report = status_cluster(args.fleet, args.cluster, state, _checks(args))
+    print(status_json([report]) if args.output == "json" else status_text(report), end="")
+    return EXIT_FINDINGS if report.failed else EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpuc", description="Compile GPU intents into the Kubernetes DRA stack.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -385,6 +404,13 @@ def build_parser() -> argparse.ArgumentParser:
                       help="exit 1 when the diff has any of these conditions (comma-separated, repeatable): "
                            "any, replacement, gpu-increase, infeasible, cluster-removed")
     add_state(diff)
+    status = add("status", cmd_status, "check the running cluster against the fleet: DRA served, DeviceClasses, CDI, "
+                                        "ResourceSlices, device plugin, claims, NIM, ComputeDomains, MIG, drift. "
+                                        f"Export every kind it reads with `{STATUS_EXPORT}` "
+                                        "(a kind left out is skipped, not missing)")
+    status.add_argument("--cluster", required=True, help="the cluster the state describes")
+    add_checks(status)
+    add_state(status)
     add("schema", cmd_schema, "print the JSON Schema of the input kinds", fleet=False)
     return parser
 

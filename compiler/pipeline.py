@@ -19,6 +19,7 @@ from .check.gate import ClusterOutcome, CompiledFleet, OutputRejected
 from .check.model import NO_PREVIOUS, CheckOptions, ClusterContext, PreviousObjects
 from .check.placement import check_placement
 from .check.run import check_cluster, cluster_catalog
+from .check.status import Finding, StatusReport, cluster_status
 from .diagnostics import Diagnostic, Findings, InputError
 from .emit.diff.compare import FleetDiff, compare
 from .emit.previous import PreviousTree
@@ -210,6 +211,25 @@ def diff_fleet(fleet: Path, base_ref: str, only: str | None = None, checks: Chec
     return compare(base, head, base_ref, problems)
 
 
+def status_cluster(source: str | os.PathLike[str], cluster: str, state: ClusterState, checks: CheckOptions | None = None) -> StatusReport:
+    """The running cluster (`state`) checked against what the fleet compiles to for it. Pods that do not fit
+    the running cluster are a finding, not a stop; intents render refuses are one too, and status still
+    compares what compiled."""
+    options = CompileOptions(only=cluster, checks=checks or CheckOptions(), detail=True, allow_infeasible=True, state=state)
+    compiled = compile_fleet(source, options)
+    outcome = compiled.clusters[cluster]
+    if outcome.compiled is None:  # sizing failed: there is nothing to compare
+        compiled.raise_if_failed("gpuc status has nothing to compare the cluster with")
+        raise AssertionError("a cluster without compiled output has findings")
+    report = cluster_status(outcome.compiled, state, outcome.placement)
+    if outcome.rejected:
+        first = outcome.rejected[0]
+        report.findings.insert(0, Finding("render", "fail", f"`gpuc render` refuses this cluster's output ({len(outcome.rejected)} "
+                                          f"error(s); first: {first.file}:{first.line}: {first.message})",
+                                          f"`gpuc validate FLEET --cluster {cluster}` lists them"))
+    return report
+
+
 def _compile_base(fleet: Path, ref: str, options: CompileOptions) -> tuple[CompiledFleet | None, list[Diagnostic]]:
     """The fleet at `ref`: None when it did not exist there; with its input errors when it does not compile."""
     with tempfile.TemporaryDirectory(prefix="gpuc-base-") as tmp:
@@ -227,4 +247,4 @@ def _at_base(d: Diagnostic, ref: str) -> Diagnostic:
 
 
 __all__ = ["CheckOptions", "ClusterOutcome", "CompileOptions", "CompiledFleet", "OutputRejected", "Write", "compile_cluster",
-           "compile_fleet", "diff_fleet", "validate_clusters", "validate_fleet"]
+           "compile_fleet", "diff_fleet", "status_cluster", "validate_clusters", "validate_fleet"]

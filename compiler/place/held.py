@@ -55,7 +55,7 @@ class ClusterUse:
 NO_USE = ClusterUse()
 
 
-class _Ownership:
+class Ownership:
     """Which live claims gpuc's compiled objects produce."""
 
     def __init__(self, compiled: CompiledCluster) -> None:
@@ -99,7 +99,7 @@ def _consumed(raw: Any, driver: str) -> Consumption | None:
 
 def cluster_use(compiled: CompiledCluster, state: ClusterState, inventory: Inventory) -> ClusterUse:
     """The allocated claims of `state`, resolved to devices of `inventory`."""
-    ownership = _Ownership(compiled)
+    ownership = Ownership(compiled)
     by_name = {(inventory.slices[d.slice_index].driver, inventory.slices[d.slice_index].pool, d.name): d.index
                for d in inventory.devices}
     foreign: list[HeldClaim] = []

@@ -222,7 +222,7 @@ def _slice(reader: _Reader, obj: StateObject) -> ResourceSlice | None:
                          shared_counters=shared)
 
 
-def _node_pool(name: str, cluster: ResolvedCluster, products: set[str]) -> str | None:
+def node_pool(name: str, cluster: ResolvedCluster, products: set[str]) -> str | None:
     """The node pool a node of the exported slices belongs to: listed in nodeNames, named <pool>-<i>, or
     else the one pool whose GPU model the node's devices report (productName)."""
     for pool in cluster.pools:
@@ -249,7 +249,7 @@ def _nodes(slices: list[ResourceSlice], cluster: ResolvedCluster, labels: dict[s
     order = {p.name: i for i, p in enumerate(cluster.pools)}
     nodes = []
     for name, found in products.items():
-        pool = _node_pool(name, cluster, found)
+        pool = node_pool(name, cluster, found)
         nodes.append(NodeInfo(name, pool, tuple(sorted(labels.get(pool or "", {}).items()))))
     return sorted(nodes, key=lambda n: (order.get(n.pool or "", len(order)), natural_key(n.name)))
 
