@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -340,7 +341,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpuc", description="Compile GPU intents into the Kubernetes DRA stack.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.add_argument("--version", action="version", version=_version())
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def add(name: str, func, help_text: str, fleet: bool = True, outputs: tuple[str, ...] = ("text", "json")) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
@@ -415,9 +417,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"gpuc {version('gpuc')}"
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "gpuc (not installed)"
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return args.func(args)
+    """The command line. Exit 0 ok, 1 findings (a gate tripped), 2 bad input, or gpuc itself failing: a crash
+    must never read as "gate tripped" in CI, so it is exit 2 with one line (GPUC_DEBUG=1 shows the traceback)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:  # bare `gpuc`
+        parser.print_help()
+        return EXIT_OK
+    from .diagnostics import show_paths_from
+
+    show_paths_from(getattr(args, "fleet", None))
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print("gpuc: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # the last line of defence: everything else is handled where it happens
+        if os.environ.get("GPUC_DEBUG"):
+            raise
+        print(f"gpuc: internal error in `gpuc {args.command}`: {type(exc).__name__}: {exc}\n"
+              "    hint: this is a bug in gpuc, not in your input; run again with GPUC_DEBUG=1 for the traceback and "
+              "report it", file=sys.stderr)
+        return EXIT_INPUT
 
 
 def run() -> None:

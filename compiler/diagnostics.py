@@ -7,10 +7,12 @@ must be able to jump to the mistake without reading gpuc's source.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import PurePath
 from typing import Literal
 
 Severity = Literal["error", "warning"]
@@ -44,6 +46,27 @@ def parse_path(text: str) -> Path:
     return tuple(out)
 
 
+_fleet_root: PurePath | None = None
+
+
+def show_paths_from(fleet: str | os.PathLike[str] | None) -> None:
+    """Diagnostics name fleet files relative to the fleet root (the same for every checkout); printed, they
+    are relative to the working directory, so `gpuc validate intents` prints intents/clusters/... that opens."""
+    global _fleet_root
+    _fleet_root = PurePath(fleet) if fleet is not None else None
+
+
+def _from_cwd(file: str) -> str:
+    if _fleet_root is None or not file or os.path.isabs(file) or file.startswith(("(", "<")):
+        return file
+    path = _fleet_root / file
+    if not os.path.exists(path):
+        return file  # not a fleet file: an export named from the working directory, ref:path of a diff base
+    rel = os.path.relpath(path)
+    shown = os.path.abspath(path) if rel.startswith(os.pardir + os.sep + os.pardir) else rel  # far away: absolute reads better
+    return shown + ("/" if file.endswith("/") else "")  # a directory finding keeps its slash
+
+
 @dataclass(frozen=True, order=True)
 class Diagnostic:
     file: str
@@ -52,22 +75,30 @@ class Diagnostic:
     message: str
     hint: str = ""
     severity: Severity = "error"
+    code: str = ""  # a warning a Cluster's spec.acknowledge can accept
+
+    @property
+    def shown_file(self) -> str:
+        """The file as the person (or CI annotator) at the shell opens it: relative to the working directory."""
+        return _from_cwd(self.file)
 
     def render(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line else self.file
-        text = f"{where}: {self.severity}: {self.path}: {self.message}"
+        file = self.shown_file
+        where = f"{file}:{self.line}" if self.line else file
+        text = f"{where}: {self.severity}: {self.path}: {self.message}" + (f" [{self.code}]" if self.code else "")
         if self.hint:
             text += "\n    hint: " + self.hint.replace("\n", "\n          ")
         return text
 
     def as_dict(self) -> dict:
         return {
-            "file": self.file,
+            "file": self.shown_file,
             "line": self.line,
             "path": self.path,
             "severity": self.severity,
             "message": self.message,
             "hint": self.hint,
+            **({"code": self.code} if self.code else {}),
         }
 
 

@@ -18,7 +18,7 @@ from typing import NoReturn
 import pulumi
 import pulumi_kubernetes as k8s
 
-from compiler.diagnostics import InfeasibleError, InputError
+from compiler.diagnostics import InfeasibleError, InputError, show_paths_from
 from compiler.lower.graph import CompiledCluster
 from compiler.pipeline import CheckOptions, CompileOptions, OutputRejected, compile_fleet
 
@@ -67,6 +67,7 @@ def compile_stack(settings: StackSettings) -> CompiledCluster:
     if settings.previous is not None and not settings.previous.is_dir():
         raise pulumi.RunError(f"gpuc: stack '{settings.stack}': gpuc:previous {settings.previous} is not a directory; "
                               "set it to the rendered tree (e.g. rendered) or remove it")
+    show_paths_from(settings.fleet)  # findings name files as seen from where `pulumi up` runs
     options = CompileOptions(only=settings.stack, checks=CheckOptions(allow_replace=settings.allow_replace),
                              previous=settings.previous, allow_infeasible=settings.allow_infeasible, missing_ok=True)
     try:

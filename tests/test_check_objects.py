@@ -153,14 +153,25 @@ def test_changed_nimservice_dra_resources_against_the_previous_tree():
     assert [d for d in run_checks(example_cluster("prod-east"), previous=previous) if d.severity == "error"] == []
 
 
-def test_two_different_crds_for_one_kind_are_refused():
+def test_a_tree_of_releases_gives_each_cluster_its_version(tmp_path):
+    """The driver's CRDs of five releases, one directory each: prod-east (25.12.0) gets v25.12.0's; a version
+    without its own directory takes its line's (0.5.1 -> main-0.5.0-dev); none at all is refused."""
+    from compiler.check.crds import build_catalog, read_crd_dir
     from compiler.diagnostics import InputError
 
+    tree = read_crd_dir(DRA_CRDS, str(DRA_CRDS))
+    pick = build_catalog([("dra", tree)], {"resource.nvidia.com": "25.12.0"}).find("resource.nvidia.com", "ComputeDomain")
+    assert pick is not None and "/v25.12.0/" in pick.file
+    line = build_catalog([("dra", tree)], {"resource.nvidia.com": "0.5.1"}).find("resource.nvidia.com", "ComputeDomain")
+    assert line is not None and "/main-0.5.0-dev/" in line.file
+    assert [d for d in run_checks(example_cluster("prod-east"), crds=(DRA_CRDS,)) if d.severity == "error"] == []
     with pytest.raises(InputError) as info:
-        run_checks(example_cluster("prod-east"), crds=(DRA_CRDS,))
+        build_catalog([("dra", tree)], {"resource.nvidia.com": "26.1.0"})
     (d,) = info.value.diagnostics
-    assert d.message.startswith("two different CRDs define ComputeDomain.resource.nvidia.com: ")
+    assert "different CRDs define ComputeDomain.resource.nvidia.com (none under a directory named 26.1.0): " in d.message
     assert "point --crds (or spec.crds) at the CRDs of the operator versions this cluster runs" in d.hint
+    with pytest.raises(InputError):
+        build_catalog([("dra", tree)])  # no version to choose by
 
 
 def test_a_cluster_spec_crds_directory_wins_over_crds_flags(fleet, tmp_path):

@@ -148,9 +148,10 @@ def test_missing_fleet_directory(tmp_path):
     render_rejected(tmp_path / "nope", "fleet directory does not exist")
 
 
-def test_yaml_gpuc_would_not_read_is_named(fleet):
+def test_yaml_gpuc_would_not_read_is_named(fleet, monkeypatch):
     """A typo in a folder name must not make workloads vanish from the render (Argo CD would prune them)."""
     path = fleet(workloads={"w.yaml": [workload_doc()]})
+    monkeypatch.chdir(path)
     (path / "workload").mkdir()
     (path / "workload" / "new.yaml").write_text("kind: GpuWorkload\n")
     (path / "extra.yaml").write_text("kind: GpuWorkload\n")

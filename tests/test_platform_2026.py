@@ -184,11 +184,12 @@ def test_gpu_cluster_values_follow_the_derived_gates():
     assert out["hostPaths"] == {"driverInstallDir": "/run/nvidia/driver"}
 
 
-def test_a_static_mig_layout_in_gpu_cluster_mode_names_the_line(fleet):
+def test_a_static_mig_layout_in_gpu_cluster_mode_names_the_line(fleet, monkeypatch):
     pools = [{"name": "mig", "nodes": 1, "gpu": {"model": "H200-141GB", "count": 8}, "mig": {"layout": "all-balanced"}}]
-    err = render_rejected(fleet(clusters=[gpu_cluster_doc(pools=pools)]), "spec.nodePools[0].mig.layout", "no MIG Manager",
-                          "layout: dynamic")
-    assert err.startswith("clusters/c1.yaml:") and ": error: spec.nodePools[0].mig.layout:" in err
+    root = fleet(clusters=[gpu_cluster_doc(pools=pools)])
+    monkeypatch.chdir(root.parent)
+    err = render_rejected(root, "spec.nodePools[0].mig.layout", "no MIG Manager", "layout: dynamic")
+    assert err.startswith(f"{root.name}/clusters/c1.yaml:") and ": error: spec.nodePools[0].mig.layout:" in err
 
 
 @pytest.mark.parametrize("change, fragments", [

@@ -189,8 +189,15 @@ def test_kubeconfig_and_context_configure_the_provider():
     assert not any("are not set" in w for w in run.warnings())
 
 
-def test_compiler_warnings_reach_pulumi(runs):
-    assert any("clusters/staging.yaml:13: warning: spec.draDriver.fabric" in w for w in runs["staging"].warnings())
+def test_compiler_warnings_reach_pulumi(tmp_path):
+    """The example acknowledges its warnings; without the acknowledgement the driver-fork warning reaches the engine's log."""
+    import shutil
+
+    fleet = shutil.copytree(EXAMPLES, tmp_path / "fleet")
+    staging = fleet / "clusters" / "staging.yaml"
+    staging.write_text(staging.read_text().split("  acknowledge:")[0])
+    run = run_stack("staging", {**stack_config("staging"), "gpuc:fleet": str(fleet)})
+    assert any("clusters/staging.yaml:13: warning: spec.draDriver.fabric" in w and "[driver-fork]" in w for w in run.warnings())
 
 
 @pytest.mark.parametrize("cluster", CLUSTERS)

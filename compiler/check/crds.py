@@ -10,13 +10,16 @@ at the same level are an error, because gpuc could not know which one the cluste
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from ..diagnostics import Diagnostic, InputError
+from ..facts import load_table
 from .schema import Compiler, Node, SchemaError
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -136,19 +139,73 @@ def read_crd_dir(directory: Path, display: str) -> list[Crd]:
     return _cache[key]
 
 
-def build_catalog(layers: list[tuple[str, list[Crd]]]) -> CrdCatalog:
-    """Index CRDs; an earlier layer shadows later ones, a conflict inside one layer is an input error."""
+_VERSION = re.compile(r"v?(\d+)\.(\d+)(?:\.\d+)?")
+
+
+def _in_version_dir(crd: Crd, version: str, exact: bool) -> bool:
+    """Whether the CRD file sits under a directory named after `version` (v25.12.0, 25.12.0, 0.5.1...), or,
+    not `exact`, after another release of its line (0.5.1 -> a v0.5.0/ directory): CRDs change between lines."""
+    bare = version.removeprefix("v")
+    line = _VERSION.match(bare)
+    for part in Path(crd.file).parts[:-1]:
+        if part.removeprefix("v") == bare:
+            return True
+        if not exact and line is not None:
+            if any(m.groups() == line.groups() for m in _VERSION.finditer(part)):
+                return True
+    return False
+
+
+def _choose(definitions: list[list[Crd]], version: str) -> Crd | None:
+    """The one definition kept under the version's own directory, else under its line's; None if none or several."""
+    for exact in (True, False):
+        hits = [copies[0] for copies in definitions if any(_in_version_dir(c, version, exact) for c in copies)]
+        if hits:
+            return hits[0] if len(hits) == 1 else None
+    return None
+
+
+def build_catalog(layers: list[tuple[str, list[Crd]]], versions: dict[str, str] | None = None) -> CrdCatalog:
+    """Index CRDs; an earlier layer shadows later ones. Different CRDs for one kind inside one layer (a
+    tree holding several operator releases) are told apart by `versions` (API group -> the version of
+    the operator this cluster runs for it): the CRD under a directory named after that version wins;
+    without one, gpuc cannot know which the cluster runs, and that is an input error."""
     by_kind: dict[tuple[str, str], Crd] = {}
     for _, crds in layers:
-        level: dict[tuple[str, str], Crd] = {}
+        level: dict[tuple[str, str], list[list[Crd]]] = {}  # kind -> its distinct definitions -> the files of each
         for crd in crds:
-            key = (crd.group, crd.kind)
-            other = level.get(key)
-            if other is not None and not other.same_definition(crd):
-                raise InputError([Diagnostic(crd.file, 0, crd.label,
-                                             f"two different CRDs define {crd.kind}.{crd.group}: {other.file} and {crd.file}",
-                                             "point --crds (or spec.crds) at the CRDs of the operator versions this cluster runs, one per kind")])
-            level.setdefault(key, crd)
-        for key, crd in level.items():
-            by_kind.setdefault(key, crd)
+            same = level.setdefault((crd.group, crd.kind), [])
+            twin = next((copies for copies in same if copies[0].same_definition(crd)), None)
+            if twin is None:
+                same.append([crd])
+            else:
+                twin.append(crd)
+        for key, definitions in level.items():
+            found = [copies[0] for copies in definitions]
+            if len(definitions) > 1:
+                wanted = (versions or {}).get(key[0])
+                chosen = _choose(definitions, wanted) if wanted else None
+                if chosen is None:
+                    first, second = found[0], found[1]
+                    runs = f" (none under a directory named {wanted})" if wanted else ""
+                    raise InputError([Diagnostic(second.file, 0, second.label,
+                                                 f"{len(found)} different CRDs define {second.kind}.{second.group}{runs}: "
+                                                 f"{first.file} and {second.file}",
+                                                 "point --crds (or spec.crds) at the CRDs of the operator versions this cluster runs, one per "
+                                                 "kind, or keep each release under a directory named after its version (e.g. v25.12.0/)")])
+                found = [chosen]
+            by_kind.setdefault(key, found[0])
     return CrdCatalog(by_kind, tuple(name for name, _ in layers))
+
+
+@cache
+def authored_crds() -> dict[tuple[str, str], Crd]:
+    """The schemas gpuc knows without a CRD: the Argo CD Applications it writes (facts: argocd.yaml)."""
+    fact = load_table("argocd")["application"]
+    definitions = fact.get("definitions") or {}
+    crd = Crd(fact["group"], fact["kind"], fact["plural"], fact["scope"],
+              {fact["version"]: CrdVersion(fact["version"], True, fact["schema"])}, "gpuc's built-in Argo CD Application schema")
+    node = Compiler(lambda ref: definitions[ref.rsplit("/", 1)[-1]], structural=True).compile(fact["schema"])
+    node.skip = frozenset({"metadata", "apiVersion", "kind"})
+    crd._nodes[fact["version"]] = node
+    return {(crd.group, crd.kind): crd}

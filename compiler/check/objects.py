@@ -10,6 +10,7 @@ fields: they are merged onto live objects gpuc never sees.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
@@ -19,6 +20,7 @@ from ..facts.platform import immutable_fields, object_meta_rules
 from ..lower.graph import KubeObject
 from .builtin import SchemasUnavailable, builtin_kinds, builtin_schema
 from .cel_rules import CelRules
+from .crds import authored_crds
 from .model import UNCHANGED, ClusterContext, Finding, value_at
 from .schema import MISSING, Node, validate
 
@@ -126,7 +128,7 @@ def check_objects(ctx: ClusterContext) -> Iterable[Finding | Diagnostic]:
             if old is not MISSING:
                 yield from _immutable_changes(obj, old)
             continue
-        crd = ctx.crds.find(group, kind)
+        crd = ctx.crds.find(group, kind) or authored_crds().get((group, kind))
         if crd is None:
             unchecked[(api, kind)].append(obj)
             if old is not MISSING:  # no CRD rule to judge the update, but gpuc knows its own immutable fields
@@ -144,13 +146,21 @@ def check_objects(ctx: ClusterContext) -> Iterable[Finding | Diagnostic]:
 
 
 def _missing_crds(ctx: ClusterContext, unchecked: dict[tuple[str, str], list[KubeObject]]) -> Iterable[Diagnostic]:
-    """One finding per kind, on the cluster: users fix it by supplying CRDs, not by editing workloads."""
+    """One finding per cluster, on the cluster: users fix it by supplying CRDs (or accept it), not by editing workloads."""
     intent = ctx.cluster.intent
+    spec = ctx.cluster.spec
+    require = ctx.options.require_crds
+    shown = {key: objs for key, objs in sorted(unchecked.items()) if require or not spec.acknowledged("unchecked-crds", key[1])}
+    if not shown:
+        return
     searched = f"in {', '.join(ctx.crds.searched)}" if ctx.crds.searched else "(no CRD directory given: spec.crds or --crds)"
-    for (api, kind), objs in sorted(unchecked.items()):
-        names = ", ".join(sorted({o.name for o in objs})[:3]) + (", ..." if len(objs) > 3 else "")
-        message = (f"no CRD for {kind} ({api}) {searched}: {len(objs)} object(s) ({names}) "
-                   f"{'cannot be checked' if ctx.options.require_crds else 'were not checked against a schema'}")
-        hint = ("add the CRD YAML of the operator version this cluster runs to spec.crds or pass --crds DIR"
-                + ("" if ctx.options.require_crds else "; --require-crds makes this an error"))
-        yield intent.source.error(("spec", "crds"), message, hint, severity="error" if ctx.options.require_crds else "warning")
+    kinds = ", ".join(f"{kind} ({api})" for api, kind in shown)
+    count = sum(len(objs) for objs in shown.values())
+    message = f"no CRD for {kinds} {searched}: {count} object(s) {'cannot be checked' if require else 'were not checked against a schema'}"
+    hint = "add the CRD YAML of the operator versions this cluster runs to spec.crds or pass --crds DIR (a tree of several releases " \
+           "works when each sits under a directory named after its version)"
+    if not require:
+        hint += ("; --require-crds makes this an error; to accept it, spec.acknowledge: "
+                 f"[{{warning: unchecked-crds, kinds: [{', '.join(kind for _, kind in shown)}], reason: ...}}]")
+    finding = intent.source.error(("spec", "crds"), message, hint, severity="error" if require else "warning")
+    yield finding if require else dataclasses.replace(finding, code="unchecked-crds")

@@ -45,4 +45,8 @@ def cluster_catalog(compiled: CompiledCluster, fleet_root: Path, options: CheckO
         layers.append((own, read_crd_dir(fleet_root / own, own)))
     for directory in options.crds:
         layers.append((str(directory), read_crd_dir(directory, str(directory))))
-    return build_catalog(layers)
+    spec = compiled.cluster.spec
+    versions = {group: version for group, version in (
+        ("resource.nvidia.com", spec.dra_driver.version), ("nvidia.com", spec.gpu_operator.version),
+        ("apps.nvidia.com", spec.nim_operator.version if spec.nim_operator else None)) if version}
+    return build_catalog(layers, versions)

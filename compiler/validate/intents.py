@@ -98,21 +98,38 @@ class GitOps(Model):
     namespace: DnsLabel = Field("argocd", description="namespace Argo CD Applications live in")
 
 
+AckCode = Literal["unchecked-crds", "driver-fork"]
+
+
+class Acknowledgement(Model):
+    """A warning the platform team has read and accepts: gpuc stops printing it for this cluster."""
+
+    warning: AckCode = Field(description="the code in brackets after the warning: unchecked-crds (objects of a kind with no CRD "
+                                         "to check them against), driver-fork (a driver feature only a fork ships)")
+    kinds: list[str] | None = Field(None, description="unchecked-crds only: the kinds accepted unchecked (default: every kind)")
+    reason: str = Field(min_length=1, description="why it is accepted, for the reviewer who reads this file next")
+
+
 class ClusterSpec(Model):
-    kubernetes_version: str
+    kubernetes_version: str = Field(description='Kubernetes minor version of the cluster, quoted: "1.34"')
     dra_driver: DraDriverSpec
     gpu_operator: GpuOperatorSpec = GpuOperatorSpec()
     nim_operator: NimOperatorSpec | None = None
-    crds: str | None = None
+    crds: str | None = Field(None, description="directory (inside the fleet) with the CRDs of the operator versions this cluster runs")
     node_pools: list[NodePool] = Field(min_length=1)
     gitops: GitOps | None = None
+    acknowledge: list[Acknowledgement] = Field(default_factory=list, description="warnings accepted for this cluster, each with its reason")
 
     @field_validator("kubernetes_version", mode="before")
     @classmethod
     def _version_text(cls, v: Any) -> Any:
         if isinstance(v, float):  # kubernetesVersion: 1.34 unquoted parses as a float
-            raise ValueError(f"write the version as a string, \"{v}\": YAML reads 1.30 as the number 1.3")
+            text = f"{v}0" if len(str(v).rpartition(".")[2]) == 1 else str(v)  # 1.30 was read as 1.3
+            raise ValueError(f"write the version as a string, \"{text}\": YAML reads {text} as the number {v}")
         return v
+
+    def acknowledged(self, code: str, kind: str | None = None) -> bool:
+        return any(a.warning == code and (kind is None or a.kinds is None or kind in a.kinds) for a in self.acknowledge)
 
 
 class Cluster(Model):

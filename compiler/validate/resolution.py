@@ -4,6 +4,7 @@ the rules that span workloads and clusters are in validate.rules."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from ..diagnostics import Findings, did_you_mean, one_of
@@ -96,12 +97,14 @@ def resolve_cluster(intent: Intent[Cluster], findings: Findings) -> ResolvedClus
                                   f"driver {spec.dra_driver.version} does not publish partition<N> attributes",
                                   "upgrade draDriver.version to 0.5.1, or use fabric none: on NVSwitch nodes (H100, H200, B200 HGX) "
                                   "any GPUs of a node are NVLink-connected, and gpuc asks for that many GPUs of one node"))
-    if spec.dra_driver.fabric == "topologyConfig" and ok:
+    if spec.dra_driver.fabric == "topologyConfig" and ok and not spec.acknowledged("driver-fork"):
         build = gates()["FabricTopologySupport"].build
-        findings.add(intent.warning(("spec", "draDriver", "fabric"),
-                                    f"fabric 'topologyConfig' (GpuConfig.fabricTopologyConfig, gate FabricTopologySupport) exists only in the "
-                                    f"driver fork {build}; upstream releases reject the field",
-                                    "run a driver image built from that branch, or use 'partitionAttributes' on driver 0.5+"))
+        warning = intent.warning(("spec", "draDriver", "fabric"),
+                                 f"fabric 'topologyConfig' (GpuConfig.fabricTopologyConfig, gate FabricTopologySupport) exists only in the "
+                                 f"driver fork {build}; upstream releases reject the field",
+                                 "run a driver image built from that branch, or use 'partitionAttributes' on driver 0.5+; if the "
+                                 "cluster runs the fork, say so: spec.acknowledge: [{warning: driver-fork, reason: ...}]")
+        findings.add(dataclasses.replace(warning, code="driver-fork"))
     if not ok:
         return None
     return ResolvedCluster(intent, api, line, tuple(pools))
