@@ -11,6 +11,7 @@ import contextlib
 import functools
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +29,16 @@ def _print_diagnostics(diagnostics, as_json: bool) -> None:
         print(d.render(), file=sys.stderr)
 
 
+CI_OUTPUTS = ("github", "sarif")
+
+
+def _ci_report(diagnostics, output: str) -> None:
+    """--output github: workflow annotations on standard output; sarif: one SARIF document there."""
+    from .emit.ci_report import github_annotations, sarif
+
+    print(github_annotations(diagnostics) if output == "github" else sarif(diagnostics, _version().split()[-1]), end="")
+
+
 def _guarded(run: Callable[[argparse.Namespace], int], outcome: str = "") -> Callable[[argparse.Namespace], int]:
     """Turn input errors into exit codes and messages; never a traceback for bad input.
 
@@ -40,7 +51,11 @@ def _guarded(run: Callable[[argparse.Namespace], int], outcome: str = "") -> Cal
             return run(args)
         except InputError as exc:
             code = EXIT_FINDINGS if isinstance(exc, InfeasibleError) else EXIT_INPUT
-            if getattr(args, "output", "text") == "json":
+            if getattr(args, "output", "text") in CI_OUTPUTS:
+                _ci_report(exc.diagnostics, args.output)
+                errors = sum(1 for d in exc.diagnostics if d.severity == "error")
+                print(f"gpuc: {errors} error(s)" + (f"; {outcome}" if outcome else ""), file=sys.stderr)
+            elif getattr(args, "output", "text") == "json":
                 print(json.dumps({"ok": False, "exitCode": code,
                                   "diagnostics": [d.as_dict() for d in exc.diagnostics]}, indent=2))
             else:
@@ -106,7 +121,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     built = compile_fleet(loaded, options, built=_built_progress())
     built.raise_if_failed("`gpuc render` would refuse this fleet")
     checked = {c.name: c.checked for c in built.clusters.values()}
-    if args.output == "json":
+    if args.output in CI_OUTPUTS:
+        _ci_report(built.warnings, args.output)
+    elif args.output == "json":
         print(json.dumps({"ok": True, "clusters": sorted(checked), "checkedObjects": checked,
                           "warnings": [w.as_dict() for w in built.warnings]}, indent=2))
     else:
@@ -206,7 +223,9 @@ def cmd_render(args: argparse.Namespace) -> int:
         if created and not done:
             with contextlib.suppress(OSError):
                 out.rmdir()  # a failed first render leaves no empty directory behind
-    if args.output == "json":
+    if args.output in CI_OUTPUTS:
+        _ci_report(built.warnings, args.output)
+    elif args.output == "json":
         print(json.dumps({"ok": True, "out": str(args.out),
                           "clusters": trees,
                           "warnings": [w.as_dict() for w in built.warnings]}, indent=2))
@@ -218,19 +237,74 @@ def cmd_render(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+@functools.partial(_guarded, outcome="nothing was written")
+def cmd_init(args: argparse.Namespace) -> int:
+    """Write a new fleet directory, all or nothing (a temporary directory renamed into place)."""
+    import shutil
+    import tempfile
+
+    from .diagnostics import Diagnostic, InputError
+    from .emit.scaffold import scaffold
+
+    target = Path(args.directory)
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise InputError([Diagnostic(str(target), 0, "DIRECTORY", "exists and is not empty: gpuc init writes a new fleet",
+                                     "pass a new directory name")])
+    if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", args.cluster):
+        raise InputError([Diagnostic(args.cluster, 0, "--cluster", "a cluster name is a DNS label (lower-case letters, digits, '-')",
+                                     "e.g. --cluster prod-east")])
+    files = scaffold(str(target), args.cluster, "1.36", "0.5.1", "v25.10.1", "h100", "H100-80GB")
+    parent = target.resolve().parent
+    tmp: Path | None = None
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".gpuc-init-", dir=parent))
+        for rel, text in files.items():
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / rel).write_text(text, encoding="utf-8")
+        if target.exists():
+            target.rmdir()
+        tmp.rename(target)
+    except OSError as exc:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise InputError([Diagnostic(str(target), 0, "DIRECTORY", f"cannot write the fleet: {exc.strerror or exc}",
+                                     "check the directory's permissions")]) from None
+    print(f"wrote {target}/ ({', '.join(sorted(files))}); next: gpuc validate {target}, then gpuc render {target} -o rendered")
+    return EXIT_OK
+
+
+def cmd_catalog(args: argparse.Namespace) -> int:
+    from .emit.catalog import catalog_data, catalog_text
+
+    data = catalog_data()
+    print(json.dumps(data, indent=2) if args.output == "json" else catalog_text(data), end="" if args.output != "json" else "\n")
+    return EXIT_OK
+
+
 @_guarded
 def cmd_explain(args: argparse.Namespace) -> int:
-    from .diagnostics import Diagnostic, InputError
+    from .diagnostics import Diagnostic, InputError, did_you_mean
     from .emit.explain import explain_data, explain_text
     from .pipeline import compile_fleet
 
     compilation = compile_fleet(args.fleet)
+    everything = [f"{w.model.metadata.namespace}/{w.model.metadata.name}" for w in compilation.fleet.workloads]
+    if args.workload is None:  # what can be explained
+        if args.output == "json":
+            print(json.dumps({"workloads": everything}, indent=2))
+        else:
+            print("workloads (gpuc explain FLEET NAME, or namespace/name when a name repeats):")
+            print("".join(f"  {name}\n" for name in everything), end="")
+        return EXIT_OK
     found = compilation.fleet.workloads_named(args.workload)
     if len(found) != 1:
-        names = [f"{w.model.metadata.namespace}/{w.model.metadata.name}" for w in found or compilation.fleet.workloads]
+        names = [f"{w.model.metadata.namespace}/{w.model.metadata.name}" for w in found] if found else everything
         message = f"no workload named '{args.workload}'" if not found else f"'{args.workload}' names {len(found)} workloads"
-        raise InputError([Diagnostic(str(args.fleet), 0, "WORKLOAD", message,
-                                     ("name one as namespace/name: " if found else "workloads: ") + ", ".join(names))])
+        short = sorted({n.split("/")[-1] for n in everything} | set(everything))
+        hint = ("name one as namespace/name: " + ", ".join(names)) if found else \
+            (did_you_mean(args.workload, short) or "workloads: " + ", ".join(names))
+        raise InputError([Diagnostic(str(args.fleet), 0, "WORKLOAD", message, hint)])
     data = explain_data(compilation, args.workload)
     print(json.dumps(data, indent=2) if args.output == "json" else explain_text(data), end="" if args.output != "json" else "\n")
     failure = compilation.failure("`gpuc render` would refuse this fleet")
@@ -373,13 +447,15 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--kubeconfig", metavar="FILE", help="read the running cluster live instead (the same kinds as --state)")
         p.add_argument("--context", metavar="NAME", help="the kubeconfig context to read (default: the current one)")
 
-    validate = add("validate", cmd_validate, "compile the intents and check the output, without writing anything")
+    validate = add("validate", cmd_validate, "compile the intents and check the output, without writing anything",
+                   outputs=("text", "json", *CI_OUTPUTS))
     validate.add_argument("--cluster", help="validate only this cluster")
     add_checks(validate)
     add_state(validate)
     validate.add_argument("--previous", metavar="DIR",
                           help="an earlier render's output directory: check updates against it (immutable fields, CRD transition rules)")
-    render = add("render", cmd_render, "check and write the rendered tree Argo CD consumes (nothing is written on errors)")
+    render = add("render", cmd_render, "check and write the rendered tree Argo CD consumes (nothing is written on errors)",
+                 outputs=("text", "json", *CI_OUTPUTS))
     render.add_argument("-o", "--out", required=True, help="output directory (one sub-directory per cluster)")
     render.add_argument("--cluster", help="render only this cluster")
     add_checks(render)
@@ -394,8 +470,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                        "an export --state reads too")
     inventory = add("inventory", cmd_inventory, "print the ResourceSlices the cluster's DRA driver would publish")
     inventory.add_argument("--cluster", required=True, help="the cluster")
-    explain = add("explain", cmd_explain, "show sizing, pools and objects behind one workload")
-    explain.add_argument("workload", metavar="WORKLOAD", help="workload name or namespace/name")
+    explain = add("explain", cmd_explain, "show sizing, pools and objects behind one workload (without one: list the workloads)")
+    explain.add_argument("workload", metavar="WORKLOAD", nargs="?", help="workload name or namespace/name")
     diff = add("diff", cmd_diff, "explain what an intent change does to each cluster (Markdown for a PR comment)",
                outputs=("markdown", "json"))
     diff.add_argument("--base", required=True, metavar="REF", help="git commit-ish to compare against, e.g. origin/main")
@@ -413,6 +489,10 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--cluster", required=True, help="the cluster the state describes")
     add_checks(status)
     add_state(status)
+    init = add("init", cmd_init, "write a new fleet (one cluster, one workload) that validates", fleet=False, outputs=("text",))
+    init.add_argument("directory", metavar="DIRECTORY", help="the new fleet directory")
+    init.add_argument("--cluster", default="my-cluster", help="the cluster's name (default: my-cluster)")
+    add("catalog", cmd_catalog, "list the GPU models, MIG profiles, DRA driver lines and Kubernetes versions gpuc knows", fleet=False)
     add("schema", cmd_schema, "print the JSON Schema of the input kinds", fleet=False)
     return parser
 

@@ -98,6 +98,24 @@ def test_a_crash_is_exit_2_with_one_line_never_1(fleet, monkeypatch):
         gpuc("diff", root, "--base", "HEAD")
 
 
+def test_ci_formats_put_findings_on_their_lines(tmp_path, monkeypatch):
+    write_fleet(tmp_path / "fleet", [cluster_doc()], {"w.yaml": [workload_doc(gpu={"sharng": "MPS, 100%"})]})
+    monkeypatch.chdir(tmp_path)
+    github = gpuc("validate", "fleet", "--output", "github")
+    assert github.code == 2
+    assert github.out == ("::error file=fleet/workloads/w.yaml,line=8,title=gpuc spec.gpu.sharng::spec.gpu.sharng: unknown field "
+                          "'sharng'%0Ahint: did you mean 'sharing'?\n")
+    report = json.loads(gpuc("validate", "fleet", "--output", "sarif").out)
+    assert report["version"] == "2.1.0"
+    (result,) = report["runs"][0]["results"]
+    assert result["level"] == "error" and result["ruleId"] == "gpuc"
+    assert result["locations"][0]["physicalLocation"] == {"artifactLocation": {"uri": "fleet/workloads/w.yaml"}, "region": {"startLine": 8}}
+    doc = cluster_doc(driver="25.8.1", kubernetes="1.33", draDriver={"fabric": "topologyConfig"})
+    write_fleet(tmp_path / "fork", [doc], {})
+    warned = gpuc("render", "fork", "-o", tmp_path / "out", "--output", "github")
+    assert warned.code == 0 and warned.out.startswith("::warning file=fork/clusters/c1.yaml,line=") and "title=gpuc driver-fork::" in warned.out
+
+
 # ------------------------------------------------------------------------------------- acknowledgements, schemas
 
 def test_an_acknowledged_warning_is_not_printed(fleet):
@@ -139,3 +157,51 @@ def test_version_and_bare_gpuc():
 
 def test_examples_path_exists():
     assert os.path.isdir(EXAMPLES) and Path(EXAMPLES, "clusters").is_dir()
+
+
+def test_catalog_lists_what_intents_may_name():
+    from compiler.facts import catalog
+
+    data = json.loads(gpuc("catalog", "--output", "json").out)
+    assert [m["model"] for m in data["gpuModels"]] == list(catalog.gpu_models())
+    h100 = next(m for m in data["gpuModels"] if m["model"] == "H100-80GB")
+    assert "3g.40gb" in h100["migProfiles"] and h100["nvlink"] == "nvswitch"
+    assert [k["version"] for k in data["kubernetesVersions"]][-2:] == ["1.36", "1.37"]
+    assert "DRAConsumableCapacity" in data["kubernetesVersions"][-1]["draGatesOnByDefault"]
+    assert data["draDriverLines"][-1]["line"] == "0.5"
+    text = gpuc("catalog").out
+    assert "GB200-186GB  NVIDIA GB200, Blackwell, 185 GiB, multi-node NVLink" in text
+
+
+def test_explain_lists_workloads_and_suggests_a_name():
+    listing = gpuc("explain", EXAMPLES)
+    assert listing.code == 0 and "  nim-service/llama-70b\n" in listing.out
+    wrong = gpuc("explain", EXAMPLES, "llama-70")
+    assert wrong.code == 2 and "did you mean 'llama-70b'?" in wrong.err
+
+
+def test_init_scaffolds_a_fleet_that_validates_quietly(tmp_path):
+    created = gpuc("init", tmp_path / "fleet", "--cluster", "prod-east")
+    assert created.code == 0, created.err
+    result = gpuc("validate", tmp_path / "fleet")
+    assert result.code == 0 and result.err == "", result.err
+    assert gpuc("render", tmp_path / "fleet", "-o", tmp_path / "out").code == 0
+    again = gpuc("init", tmp_path / "fleet")
+    assert again.code == 2 and "exists and is not empty" in again.err
+    assert gpuc("init", tmp_path / "other", "--cluster", "Prod_East").code == 2 and not (tmp_path / "other").exists()
+
+
+def test_the_schema_describes_every_field_and_completes_models_and_profiles():
+    from compiler.emit.schema import DESCRIPTIONS
+    from compiler.facts import catalog
+
+    schema = json.loads(gpuc("schema").out)
+    definitions = schema["$defs"]
+    undescribed = [f"{name}.{field}" for name, d in definitions.items() for field, p in (d.get("properties") or {}).items()
+                   if "description" not in p]
+    assert undescribed == []
+    stale = [f"{name}.{field}" for name, fields in DESCRIPTIONS.items() for field in fields
+             if field not in (definitions.get(name, {}).get("properties") or {})]
+    assert stale == []
+    assert definitions["PoolGpu"]["properties"]["model"]["enum"] == sorted(catalog.gpu_models())
+    assert "1g.10gb" in definitions["MigSlice"]["properties"]["profile"]["enum"]

@@ -1,0 +1,56 @@
+"""`gpuc init`: a new fleet that validates, with a comment on every line a team changes first."""
+
+from __future__ import annotations
+
+CLUSTER = """\
+# A cluster gpuc compiles for: its platform versions and GPU node pools. `gpuc catalog` lists what each
+# field may name; `gpuc schema > gpuc-schema.json` gives editors completion.
+apiVersion: gpuc.dev/v1alpha1
+kind: Cluster
+metadata:
+  name: {cluster}                            # also the Pulumi stack name and the rendered/<name>/ directory
+spec:
+  kubernetesVersion: "{kubernetes}"              # quoted: YAML reads 1.30 as the number 1.3
+  draDriver:
+    version: "{driver}"                     # the NVIDIA DRA driver release the cluster runs
+    nvidiaDriverRoot: /run/nvidia/driver      # "/" when the GPU driver is installed on the hosts
+  gpuOperator:
+    mode: helm                                # helm | patch | gpuCluster (v26.7+) | none
+    version: {operator}
+  # crds: crds                                # a directory of the operators' CRDs: the output checks use them
+  nodePools:
+  - name: {pool}
+    nodes: 2
+    gpu: {{model: {model}, count: 8}}
+  gitops:
+    repoURL: https://git.example.com/platform/gpu-fleet.git   # the repository Argo CD reads rendered/ from
+    targetRevision: main
+    path: rendered/{cluster}
+    destination: {{name: {cluster}}}             # the cluster's name in Argo CD
+"""
+
+WORKLOAD = """\
+# A workload: what it needs, not how DRA spells it. `gpuc explain {fleet} {name}` shows what it compiles to.
+apiVersion: gpuc.dev/v1alpha1
+kind: GpuWorkload
+metadata:
+  name: {name}
+  namespace: research
+spec:
+  clusters: [{cluster}]
+  replicas: 1
+  gpu:
+    count: 1                                  # or: mig, sharing, memory, alternatives, multiNode (see the README)
+"""
+
+GITIGNORE = "rendered/\n.gpuc-cache/\n"
+
+
+def scaffold(fleet: str, cluster: str, kubernetes: str, driver: str, operator: str, pool: str, model: str) -> dict[str, str]:
+    """Relative path -> text of a new fleet."""
+    return {
+        f"clusters/{cluster}.yaml": CLUSTER.format(cluster=cluster, kubernetes=kubernetes, driver=driver, operator=operator,
+                                                   pool=pool, model=model),
+        "workloads/example.yaml": WORKLOAD.format(fleet=fleet, name="example", cluster=cluster),
+        ".gitignore": GITIGNORE,
+    }
