@@ -376,7 +376,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
     diff = diff_fleet(Path(args.fleet), args.base, args.cluster, CheckOptions(tuple(Path(d) for d in args.crds or ())),
                       state=_state(args))
     gated = sorted(set(args.fail_on) & diff.conditions())
-    print(as_json(diff, gated) if args.output == "json" else markdown(diff), end="" if args.output != "json" else "\n")
+    print(as_json(diff, gated) if args.output == "json" else markdown(diff, gated), end="" if args.output != "json" else "\n")
+    for condition in gated:
+        print(f"gpuc diff: --fail-on {condition} tripped: {diff.why(condition)}", file=sys.stderr)
     return EXIT_FINDINGS if gated else EXIT_OK
 
 

@@ -9,6 +9,7 @@ How the work is spread over processes is the runner's business.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 from collections.abc import Callable
@@ -204,11 +205,11 @@ def diff_fleet(fleet: Path, base_ref: str, only: str | None = None, checks: Chec
     fixing a broken base branch can still be reviewed."""
     options = CompileOptions(only=only, checks=checks or CheckOptions(), detail=True, missing_ok=True, state=state)
     head = compile_fleet(fleet, options)
-    base, problems = _compile_base(fleet, base_ref, options)
+    base, problems, commit = _compile_base(fleet, base_ref, options)
     if only is not None and not problems and only not in head.fleet.clusters and (base is None or only not in base.fleet.clusters):
         raise InputError([Diagnostic(str(fleet), 0, "--cluster", f"no cluster named '{only}' in the fleet, now or at {base_ref}",
                                      f"clusters: {', '.join(sorted(head.fleet.clusters)) or '(none)'}")])
-    return compare(base, head, base_ref, problems)
+    return dataclasses.replace(compare(base, head, base_ref, problems), commit=commit)
 
 
 def status_cluster(source: str | os.PathLike[str], cluster: str, state: ClusterState, checks: CheckOptions | None = None) -> StatusReport:
@@ -230,16 +231,18 @@ def status_cluster(source: str | os.PathLike[str], cluster: str, state: ClusterS
     return report
 
 
-def _compile_base(fleet: Path, ref: str, options: CompileOptions) -> tuple[CompiledFleet | None, list[Diagnostic]]:
-    """The fleet at `ref`: None when it did not exist there; with its input errors when it does not compile."""
+def _compile_base(fleet: Path, ref: str, options: CompileOptions) -> tuple[CompiledFleet | None, list[Diagnostic], str]:
+    """The fleet at `ref` and the commit it names: None when the fleet did not exist there; with its input
+    errors when it does not compile."""
     with tempfile.TemporaryDirectory(prefix="gpuc-base-") as tmp:
         base_dir = Path(tmp) / "fleet"
-        if not materialize(fleet, ref, base_dir):
-            return None, []
+        existed, commit = materialize(fleet, ref, base_dir)
+        if not existed:
+            return None, [], commit
         try:
-            return compile_fleet(base_dir, options), []
+            return compile_fleet(base_dir, options), [], commit
         except InputError as exc:
-            return None, [_at_base(d, ref) for d in exc.diagnostics]
+            return None, [_at_base(d, ref) for d in exc.diagnostics], commit
 
 
 def _at_base(d: Diagnostic, ref: str) -> Diagnostic:

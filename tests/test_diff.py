@@ -123,8 +123,10 @@ def test_mig_mix_change(repo):
     out = result.out
     assert "MIG 1g.10gb 0 -> 2 (+2)" in out
     assert "replaced `ResourceClaimTemplate research/notebooks-gpu-" in out
-    assert "`spec.spec.devices.requests[mig-1g-10gb]`: added" in out
-    assert "`spec.spec.devices.constraints`: added" in out
+    # a whole new request reads as YAML in a diff block, not as cut inline JSON
+    assert "- `spec.spec.devices.requests[mig-1g-10gb]` added:\n\n    ```diff\n" in out
+    assert "    +exactly:\n" in out and "    +  deviceClassName: mig.nvidia.com\n" in out
+    assert "`spec.spec.devices.constraints` added:" in out
     assert diff(repo, "--fail-on", "replacement").code == 1
 
 
@@ -349,3 +351,31 @@ def test_markdown_is_cut_to_fit_keeping_the_summary():
     assert all(f"| c{n:03} | changed |" in out for n in range(150))
     assert out.count("<details>") == out.count("</details>")
     assert out.rstrip().endswith("cut to fit a pull-request comment (run `gpuc diff --output json` for all)*")
+
+
+def test_an_explicit_layout_equal_to_a_named_one_is_no_reconfiguration(repo):
+    """all-balanced on an A100-80GB is 2x 1g.10gb + 1x 2g.20gb + 1x 3g.40gb: writing it out changes nothing compiled."""
+    explicit = [{"profile": "1g.10gb", "count": 2}, {"profile": "2g.20gb"}, {"profile": "3g.40gb"}]
+    edit(repo, "clusters/c1.yaml", [cluster_doc("c1", pools=[H100, dict(A100_MIG, mig={"layout": explicit})])])
+    result = diff(repo, "--fail-on", "replacement")
+    assert result.code == 0, result.out
+    assert "MIG reconfiguration" not in result.out and "Replacements and disruptions" not in result.out
+
+
+def test_the_report_names_the_base_commit_and_the_tripped_gate(repo):
+    commit = git(repo, "rev-parse", "--short", "base").strip()
+    relayout(repo, "all-3g.40gb")
+    result = diff(repo, "--fail-on", "replacement,any")
+    assert result.code == 1
+    assert result.out.startswith(f"## gpuc diff against `base` ({commit})\n\n> **`--fail-on` tripped**: `any`: c1 changed; "
+                                 "`replacement`: 1 object(s) replaced, not updated in place (c1)\n")
+    assert "gpuc diff: --fail-on replacement tripped: 1 object(s) replaced, not updated in place (c1)" in result.err
+    assert json.loads(diff(repo, "--output", "json").out)["baseCommit"] == commit
+
+
+def test_a_multi_line_value_is_shown_as_a_unified_diff(repo):
+    """The mig-parted config is one YAML string: its change reads line by line, not as cut JSON."""
+    relayout(repo, "all-3g.40gb")
+    out = diff(repo).out
+    assert "- `data.config.yaml` changed:\n\n    ```diff\n    @@" in out
+    assert "\n    +  all-3g.40gb:\n" in out and "\n    -  all-balanced:\n" in out

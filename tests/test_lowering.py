@@ -123,14 +123,17 @@ def test_patch_mode_emits_a_partial_cluster_policy(fleet):
 
 
 def test_custom_mig_layout_gets_a_mig_parted_config(fleet):
-    pool = dict(A100_MIG, mig={"layout": [{"profile": "3g.40gb", "count": 2}]})
+    pool = dict(A100_MIG, mig={"layout": [{"profile": "3g.40gb"}, {"profile": "2g.20gb"}]})
     compiled = compile_single(fleet(clusters=[cluster_doc(pools=[H100, pool])]))
     cm = one(objects_of(compiled, "ConfigMap"))
     assert cm["metadata"]["namespace"] == "gpu-operator"
     config = yaml.safe_load(cm["data"]["config.yaml"])
-    assert config["mig-configs"]["gpuc-a100"] == [{"devices": "all", "mig-enabled": True, "mig-devices": {"3g.40gb": 2}}]
+    assert config["mig-configs"]["gpuc-a100"] == [{"devices": "all", "mig-enabled": True, "mig-devices": {"2g.20gb": 1, "3g.40gb": 1}}]
     assert config["mig-configs"]["all-disabled"] == [{"devices": "all", "mig-enabled": False}]
     assert compiled.node_labels["a100"]["nvidia.com/mig.config"] == "gpuc-a100"
+    # a mix equal to a named layout is that layout (the same config and label: no repartitioning)
+    named = dict(A100_MIG, mig={"layout": [{"profile": "3g.40gb", "count": 2}]})
+    assert compile_single(fleet(clusters=[cluster_doc(pools=[named])])).node_labels["a100"]["nvidia.com/mig.config"] == "all-3g.40gb"
 
 
 def test_named_mig_layout_filters_by_device_id(fleet):

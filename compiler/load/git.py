@@ -22,8 +22,9 @@ class _GitError(Exception):
     pass
 
 
-def materialize(fleet_dir: Path, ref: str, dest: Path) -> bool:
-    """Write the fleet's files as of `ref` under `dest`; False when the fleet directory did not exist there."""
+def materialize(fleet_dir: Path, ref: str, dest: Path) -> tuple[bool, str]:
+    """Write the fleet's files as of `ref` under `dest`: (whether the fleet directory existed there, the commit
+    `ref` names, abbreviated as git shows it, so a report names the exact base even for a moving branch)."""
     fleet_dir = fleet_dir.resolve()
     probe = fleet_dir if fleet_dir.is_dir() else fleet_dir.parent
     try:
@@ -36,6 +37,7 @@ def materialize(fleet_dir: Path, ref: str, dest: Path) -> bool:
     except _GitError:
         raise InputError([Diagnostic(str(fleet_dir), 0, "--base", f"'{ref}' is not a commit of this repository",
                                      "pass a branch, tag or commit, e.g. --base origin/main")]) from None
+    short = _git(top, "rev-parse", "--short", commit).decode().strip()
     rel = fleet_dir.relative_to(top).as_posix()
     try:  # the fleet may be the repository's root: git takes "." for that, never an empty pathspec
         listing = _git(top, "ls-tree", "-r", "-z", "--name-only", commit, "--", rel)
@@ -43,7 +45,7 @@ def materialize(fleet_dir: Path, ref: str, dest: Path) -> bool:
         raise InputError([Diagnostic(str(fleet_dir), 0, "--base", f"git cannot list the fleet at '{ref}': {exc}")]) from None
     paths = [p for p in listing.decode().split("\0") if p]
     if not paths:
-        return False
+        return False, short
     try:
         batch = _git(top, "cat-file", "--batch", stdin="".join(f"{commit}:{p}\n" for p in paths).encode())
     except _GitError as exc:
@@ -57,4 +59,4 @@ def materialize(fleet_dir: Path, ref: str, dest: Path) -> bool:
         target = dest / (Path(path).relative_to(rel) if rel != "." else Path(path))
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(body)
-    return True
+    return True, short

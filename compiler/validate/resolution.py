@@ -173,7 +173,10 @@ def _resolve_pool(intent, pool, index, line, api, findings) -> ResolvedPool | No
                                           f"a GPU has {gpu.mig.compute_slices} compute and {gpu.mig.memory_slices} memory slices; "
                                           f"'all-balanced' on this model is {_mix_text(gpu.mig.balanced)}"))
                 return None
-            layout, config = tuple(sorted(mix.items())), f"gpuc-{pool.name}"
+            # the mix of a named layout is that layout: the same mig-parted config and node label, so writing
+            # it out (or back) does not repartition the GPUs
+            same = sorted(name for name, named_mix in gpu.named_layouts().items() if dict(named_mix) == mix)
+            layout, config = tuple(sorted(mix.items())), same[0] if same else f"gpuc-{pool.name}"
     return ResolvedPool(pool, index, gpu, layout, dynamic, config)
 
 

@@ -99,6 +99,7 @@ class FleetDiff:
     base: str
     clusters: list[ClusterDiff]
     base_problems: list[Diagnostic] = field(default_factory=list)  # why the base does not compile
+    commit: str = ""  # the commit `base` named when the diff ran (abbreviated)
 
     @property
     def changed(self) -> bool:
@@ -118,6 +119,25 @@ class FleetDiff:
         if any(c.status == "removed" for c in self.clusters):
             out.add("cluster-removed")
         return out
+
+    def why(self, condition: str) -> str:
+        """What makes `condition` hold, in a few words naming the clusters (for a tripped --fail-on)."""
+        def named(clusters: list[ClusterDiff]) -> str:
+            names = [c.name for c in clusters]
+            return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+        if condition == "any":
+            return f"{named([c for c in self.clusters if c.changed])} changed"
+        if condition == "replacement":
+            hit = [c for c in self.clusters if c.replacements]
+            return f"{sum(len(c.replacements) for c in hit)} object(s) replaced, not updated in place ({named(hit)})"
+        if condition == "gpu-increase":
+            return f"more GPUs held on {named([c for c in self.clusters if c.gpu_increase])}"
+        if condition == "infeasible":
+            return f"{named([c for c in self.clusters if c.feasible[1] is False or c.rejected])} would not render"
+        if condition == "cluster-removed":
+            return f"{named([c for c in self.clusters if c.status == 'removed'])} removed"
+        return condition
 
 
 def gpu_demand(compiled: CompiledCluster) -> dict[str, int]:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 from typing import Any
+
+import yaml
 
 from ..plan_report import plan_markdown, unplaced_groups
 from .compare import ClusterDiff, FleetDiff, Pair
@@ -32,8 +35,39 @@ def _field_line(c: FieldChange) -> str:
     return f"`{c.path}`: {_value(c.old)} -> {_value(c.new)}"
 
 
+MAX_INLINE = 120  # longer values (a mig-parted config, a CEL selector, chart values) read better as a diff
+MAX_DIFF_LINES = 60
+FENCE = "`" * 3
+
+
+def _text(v: Any) -> str:
+    if v is MISSING:
+        return ""
+    if isinstance(v, (dict, list)):
+        return yaml.safe_dump(v, sort_keys=True, default_flow_style=False, width=100).rstrip("\n")
+    return v if isinstance(v, str) else json.dumps(v)
+
+
+def _long(c: FieldChange) -> bool:
+    return any(v is not MISSING and ("\n" in _text(v) or len(_value(v)) > MAX_INLINE) for v in (c.old, c.new))
+
+
+def _unified(c: FieldChange, indent: str) -> list[str]:
+    """A long or multi-line value as a unified diff in a fenced block under its list item, not cut JSON."""
+    old, new = _text(c.old).splitlines(), _text(c.new).splitlines()
+    body = list(difflib.unified_diff(old, new, "before", "after", lineterm="", n=2))[2:] or [f" {line}" for line in new]
+    if len(body) > MAX_DIFF_LINES:
+        body = body[:MAX_DIFF_LINES] + [f" ... {len(body) - MAX_DIFF_LINES} more diff line(s) (gpuc diff --output json)"]
+    what = "added" if c.old is MISSING else "removed" if c.new is MISSING else "changed"
+    pad = indent + "  "
+    return ([f"{indent}- `{c.path}` {what}:", "", f"{pad}{FENCE}diff"] + [pad + line.replace(FENCE, "'''") for line in body]
+            + [f"{pad}{FENCE}", ""])
+
+
 def _fields(changes, indent: str = "  ") -> list[str]:
-    return _capped([f"{indent}- {_field_line(c)}" for c in changes], MAX_FIELDS_PER_OBJECT, indent)
+    blocks = [_unified(c, indent) if _long(c) else [f"{indent}- {_field_line(c)}"] for c in changes]
+    out = [line for block in blocks[:MAX_FIELDS_PER_OBJECT] for line in block]
+    return out + ([_more(len(blocks) - MAX_FIELDS_PER_OBJECT, indent)] if len(blocks) > MAX_FIELDS_PER_OBJECT else [])
 
 
 def _capped(lines: list[str], most: int = MAX_LIST, indent: str = "") -> list[str]:
@@ -149,9 +183,13 @@ def _details(c: ClusterDiff) -> list[str]:
     return lines + ["", "</details>"]
 
 
-def markdown(diff: FleetDiff) -> str:
-    """Summary first, then capacity, then details; cut to fit a pull-request comment, details first."""
-    lines = [f"## gpuc diff against `{diff.base}`", ""]
+def markdown(diff: FleetDiff, gated: list[str] | None = None) -> str:
+    """Summary first, then capacity, then details; cut to fit a pull-request comment, details first. `gated`:
+    the --fail-on conditions that hold, said at the top so the reviewer sees why CI is red."""
+    commit = f" ({diff.commit})" if diff.commit and diff.commit != diff.base else ""
+    lines = [f"## gpuc diff against `{diff.base}`{commit}", ""]
+    if gated:
+        lines += [f"> **`--fail-on` tripped**: {'; '.join(f'`{g}`: {diff.why(g)}' for g in gated)}", ""]
     changed = [c for c in diff.clusters if c.changed]
     if not changed and not diff.base_problems:
         lines.append("No change to any cluster's compiled objects or intents.")
@@ -214,6 +252,6 @@ def _pool_used(plan, pool: str) -> int | None:
 
 
 def as_json(diff: FleetDiff, gated: list[str]) -> str:
-    return json.dumps({"base": diff.base, "baseProblems": [d.as_dict() for d in diff.base_problems],
+    return json.dumps({"base": diff.base, "baseCommit": diff.commit, "baseProblems": [d.as_dict() for d in diff.base_problems],
                        "changed": diff.changed, "conditions": sorted(diff.conditions()),
                        "gated": gated, "clusters": [_cluster_json(c) for c in diff.clusters]}, indent=2, default=str)
