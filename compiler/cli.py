@@ -128,7 +128,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
                           "warnings": [w.as_dict() for w in built.warnings]}, indent=2))
     else:
         _print_diagnostics(built.warnings, False)
-        print(f"ok: {len(built.fleet.workloads)} workload(s) on {len(checked)} cluster(s) compile to "
+        workloads = len({w.ref for name in checked for w in built.fleet.workloads_on(name)})
+        print(f"ok: {workloads} workload(s) on {len(checked)} cluster(s) compile to "
               f"{sum(checked.values())} object(s) that pass the checks, and every pod fits"
               + (f" ({len(built.warnings)} warning(s))" if built.warnings else ""))
     return EXIT_OK

@@ -194,7 +194,19 @@ def compile_fleet(source: str | os.PathLike[str] | LoadedFleet, options: Compile
                 if built is not None:
                     built(len(outcomes), len(names))
         warnings = sorted(set(findings.warnings) | {w for o in outcomes.values() for w in o.warnings})
+        if only is not None:
+            warnings = _about(fleet, only, warnings)
         return CompiledFleet(fleet, outcomes, warnings)
+
+
+def _about(fleet: Fleet, cluster: str, warnings: list[Diagnostic]) -> list[Diagnostic]:
+    """With --cluster, the warnings about that cluster: not those of another cluster's file, nor of a file whose
+    workloads all run elsewhere (findings about the fleet's layout, or no file at all, stay)."""
+    mine = {w.source.file for w in fleet.workloads_on(cluster)}
+    if cluster in fleet.clusters:
+        mine.add(fleet.clusters[cluster].source.file)
+    others = ({c.source.file for c in fleet.clusters.values()} | {w.source.file for w in fleet.workloads}) - mine
+    return [w for w in warnings if w.file not in others]
 
 
 def diff_fleet(fleet: Path, base_ref: str, only: str | None = None, checks: CheckOptions | None = None,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.report_bench import chromium_available, headless_chromium
-from compiler.emit.capacity import cluster_map, workload_color
+from compiler.emit.capacity import MIN_HUE_GAP, cluster_map, workload_color, workload_colors
 from compiler.emit.capacity_html import capacity_html
 from compiler.emit.plan_report import plan_markdown
 from compiler.pipeline import CompileOptions, compile_fleet
@@ -73,6 +73,22 @@ def test_colours_are_stable_per_workload(plans):
     colour = workload_color("nim-service/llama-70b")
     assert colour == workload_color("nim-service/llama-70b") and colour != workload_color("nim-service/llama-8b-chat")
     assert f'fill="{colour}"' in capacity_html(plans, "report")
+
+
+def _hue(colour: str) -> int:
+    return int(colour.split("(")[1].split(",")[0])
+
+
+def test_two_workloads_of_one_report_never_get_near_identical_colours():
+    names = [f"team/job-{i}" for i in range(60)]
+    hashed = {n: _hue(workload_color(n)) for n in names}
+    a, b = next((a, b) for a in names for b in names if a < b and abs(hashed[a] - hashed[b]) < 5)  # such pairs exist
+    colours = workload_colors([a, b])
+    assert abs(_hue(colours[a]) - _hue(colours[b])) >= MIN_HUE_GAP
+    assert colours[a] == workload_color(a)  # the first keeps its own colour
+    many = workload_colors(names[:10])
+    hues = sorted(_hue(c) for c in many.values())
+    assert min(min(abs(x - y), 360 - abs(x - y)) for i, x in enumerate(hues) for y in hues[i + 1:]) >= MIN_HUE_GAP - 1
 
 
 def test_mig_slices_are_drawn_inside_their_gpu(plans):

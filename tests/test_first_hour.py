@@ -205,3 +205,27 @@ def test_the_schema_describes_every_field_and_completes_models_and_profiles():
     assert stale == []
     assert definitions["PoolGpu"]["properties"]["model"]["enum"] == sorted(catalog.gpu_models())
     assert "1g.10gb" in definitions["MigSlice"]["properties"]["profile"]["enum"]
+
+
+def test_replicas_that_do_not_fit_are_one_finding_at_replicas(fleet, monkeypatch):
+    root = fleet(workloads={"w.yaml": [workload_doc("train", replicas=6, gpu={"count": 4})]})  # 2 nodes x 8 H100
+    monkeypatch.chdir(root)
+    result = gpuc("validate", ".")
+    assert result.code == 1
+    errors = [line for line in result.err.splitlines() if ": error: spec." in line]
+    assert errors == ["workloads/w.yaml:7: error: spec.replicas: 2 of 6 pods of team/train cannot be placed on cluster 'c1' "
+                      "(train-4, train-5): request 'gpu' of train needs 4 free devices on one node: 16 match, 16 are allocated, "
+                      "at most 0 free on one node"]
+    assert "hint: lower replicas to 4 or fewer" in result.err
+
+
+def test_cluster_shows_only_that_clusters_warnings(tmp_path):
+    import shutil
+
+    fleet = shutil.copytree(EXAMPLES, tmp_path / "fleet")
+    for path in (fleet / "clusters").glob("*.yaml"):
+        path.write_text(path.read_text().split("  acknowledge:")[0])
+    west = gpuc("validate", fleet, "--cluster", "west")
+    assert west.code == 0
+    assert "staging.yaml" not in west.err and "prod-east.yaml" not in west.err and "west.yaml:8: warning" in west.err
+    assert west.out.startswith("ok: 1 workload(s) on 1 cluster(s)")

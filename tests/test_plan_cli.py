@@ -157,3 +157,16 @@ def test_a_selector_no_device_meets_names_the_largest_value(fleet):
     assert result.code == 1
     (pod,) = json.loads(result.out)["clusters"][0]["pods"]
     assert pod["reason"] == "request 'gpu' of llama-70b: selector memory >= 100Gi matched 0 of 16 devices; largest is 79.6Gi"
+
+
+def test_the_html_report_is_readable_like_any_file_the_user_writes(fleet, tmp_path):
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        result = gpuc("plan", fleet(), "--html", tmp_path / "report.html")
+    finally:
+        os.umask(old)
+    assert result.code == 0, result.err
+    assert stat.S_IMODE((tmp_path / "report.html").stat().st_mode) == 0o644

@@ -95,10 +95,36 @@ class ClusterMap:
     workloads: list[str]  # every workload holding a device, most devices first, then by name
 
 
-def workload_color(workload: str) -> str:
-    """A colour from the workload's name alone: the same workload is the same colour in every report."""
+MIN_HUE_GAP = 24  # degrees: closer hues read as one colour on a small square
+GOLDEN_ANGLE = 137.508
+
+
+def workload_color(workload: str, hue: float | None = None) -> str:
+    """A colour from the workload's name: the same workload gets the same colour in every report unless
+    its hue is taken by another workload of the same report (see workload_colors)."""
     digest = int(hashlib.sha256(workload.encode()).hexdigest()[:8], 16)
-    return f"hsl({digest % 360}, {55 + digest // 360 % 25}%, {42 + digest // 9000 % 18}%)"
+    return f"hsl({round(digest % 360 if hue is None else hue)}, {55 + digest // 360 % 25}%, {42 + digest // 9000 % 18}%)"
+
+
+def workload_colors(workloads: list[str]) -> dict[str, str]:
+    """A colour per workload of one report, no two within MIN_HUE_GAP of hue while the wheel has room: each
+    keeps its own hue when free, else steps by the golden angle to the first free one. Deterministic: the
+    workloads are taken in name order."""
+    taken: list[float] = []
+    out = {}
+    for w in sorted(set(workloads)):
+        base = int(hashlib.sha256(w.encode()).hexdigest()[:8], 16) % 360
+
+        def gap(h: float) -> float:
+            return min((min(abs(h - t), 360 - abs(h - t)) for t in taken), default=360.0)
+
+        tries = [(base + step * GOLDEN_ANGLE) % 360 for step in range(1 + 360 // MIN_HUE_GAP)]
+        hue = next((h for h in tries if gap(h) >= MIN_HUE_GAP), None)
+        if hue is None:  # the wheel is crowded: the hue farthest from every other
+            hue = float(max(range(360), key=lambda h: (gap(h), -h)))
+        taken.append(hue)
+        out[w] = workload_color(w, hue)
+    return out
 
 
 def _slices(device: Device) -> list[int]:

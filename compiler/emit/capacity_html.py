@@ -13,7 +13,7 @@ from __future__ import annotations
 from html import escape
 
 from ..place.allocator import AllocationPlan
-from .capacity import ClusterMap, NodeRow, PhysicalGpu, PoolMap, Segment, cluster_map, workload_color
+from .capacity import ClusterMap, NodeRow, PhysicalGpu, PoolMap, Segment, cluster_map, workload_colors
 
 GPU_W, GPU_H, GAP = 30, 30, 4
 FREE = "#e9ecef"
@@ -57,7 +57,7 @@ def _title(segment: Segment, gpu: PhysicalGpu, row: NodeRow) -> str:
     return f"{base}: {h.workload}, pod {h.pod}{example}, claim {h.claim}, request {h.request}"
 
 
-def _gpu_svg(gpu: PhysicalGpu, row: NodeRow, x: int) -> str:
+def _gpu_svg(gpu: PhysicalGpu, row: NodeRow, x: int, colors: dict[str, str]) -> str:
     width = GPU_W / gpu.slices
     covered = {i for s in gpu.segments for i in range(s.start, s.start + s.size)}
     parts = [f'<g transform="translate({x},0)">']
@@ -65,7 +65,7 @@ def _gpu_svg(gpu: PhysicalGpu, row: NodeRow, x: int) -> str:
         parts.append(f'<rect x="0" y="0" width="{GPU_W}" height="{GPU_H}" fill="{FREE}">'
                      f"<title>{escape(_where(row))} / {escape(gpu.name)}: free capacity</title></rect>")
     for s in gpu.segments:
-        fill = workload_color(s.holder.workload) if s.holder else FOLDED if s.held_by else FREE
+        fill = colors[s.holder.workload] if s.holder else FOLDED if s.held_by else FREE
         stroke = ' stroke="#adb5bd" stroke-width="0.5"' if not s.held and gpu.slices > 1 else ""
         parts.append(f'<rect x="{s.start * width:.2f}" y="0" width="{s.size * width:.2f}" height="{GPU_H}" fill="{fill}"{stroke}>'
                      f"<title>{escape(_title(s, gpu, row))}</title></rect>")
@@ -73,11 +73,11 @@ def _gpu_svg(gpu: PhysicalGpu, row: NodeRow, x: int) -> str:
     return "".join(parts)
 
 
-def _row(row: NodeRow) -> str:
+def _row(row: NodeRow, colors: dict[str, str]) -> str:
     names = escape(row.nodes[0]) if len(row.nodes) == 1 else (
         f'{escape(row.nodes[0])} and {len(row.nodes) - 1} more <span class="count">x{len(row.nodes)}</span>')
     width = max(1, len(row.gpus)) * (GPU_W + GAP)
-    gpus = "".join(_gpu_svg(g, row, i * (GPU_W + GAP)) for i, g in enumerate(row.gpus))
+    gpus = "".join(_gpu_svg(g, row, i * (GPU_W + GAP), colors) for i, g in enumerate(row.gpus))
     return (f'<div class="row"><div class="nodes">{names}</div>'
             f'<svg width="{width}" height="{GPU_H}" viewBox="0 0 {width} {GPU_H}" role="img">{gpus}</svg></div>')
 
@@ -92,7 +92,7 @@ def _held_list(pool: PoolMap) -> str:
     return f'<p class="held">{"; ".join(items)}</p>'
 
 
-def _pool(pool: PoolMap) -> str:
+def _pool(pool: PoolMap, colors: dict[str, str]) -> str:
     head = f"<h3>{escape(pool.name)} <small>{pool.nodes} nodes, {pool.gpus} GPUs</small></h3>"
     if pool.allocation != "dra":
         return f'<div class="pool">{head}<p class="note">allocated by the device plugin: not planned by gpuc</p></div>'
@@ -106,29 +106,29 @@ def _pool(pool: PoolMap) -> str:
     if len(pool.rows) < pool.nodes:
         notes.append(f"{pool.nodes} nodes in {len(detailed)} distinct layouts" if not by_shape else
                      f"{pool.nodes} nodes: the first {sum(len(r.nodes) for r in detailed)} in {len(detailed)} distinct layouts")
-    rows = "".join(_row(r) for r in detailed)
+    rows = "".join(_row(r, colors) for r in detailed)
     if by_shape:
         folded = sum(len(r.nodes) for r in by_shape)
         rows += (f'<p class="note">{folded} more nodes, folded by shape: grey parts are held by several workloads, '
-                 "one per node; hover for who</p>" + "".join(_row(r) for r in by_shape))
+                 "one per node; hover for who</p>" + "".join(_row(r, colors) for r in by_shape))
     note = f'<p class="note">{"; ".join(notes)}</p>' if notes else ""
     return f'<div class="pool">{head}{bar}{_held_list(pool)}{note}<div class="rows">{rows}</div></div>'
 
 
-def _cluster(cmap: ClusterMap) -> str:
+def _cluster(cmap: ClusterMap, colors: dict[str, str]) -> str:
     plan = cmap.plan
     placed = sum(1 for p in plan.pods if p.placed)
     anchor = f"c-{escape(plan.cluster)}"
     meta = (f"Kubernetes {escape(plan.kubernetes)}, DRA driver {escape(plan.driver)}, {plan.nodes} nodes, "
             f"{placed} of {len(plan.pods)} pods placed")
-    legend = "".join(f'<span><i class="sw" style="background:{workload_color(w)}"></i>{escape(w)}</span>'
+    legend = "".join(f'<span><i class="sw" style="background:{colors[w]}"></i>{escape(w)}</span>'
                      for w in cmap.workloads[:LEGEND_MAX])
     if len(cmap.workloads) > LEGEND_MAX:
         legend += f"<span>and {len(cmap.workloads) - LEGEND_MAX} more workloads (hover a GPU)</span>"
     if any(r.by_shape for p in cmap.pools for r in p.rows):
         legend += f'<span><i class="sw" style="background:{FOLDED}"></i>held, in rows folded by shape</span>'
     legend += f'<span><i class="sw" style="background:{FREE};outline:1px solid #adb5bd"></i>free</span>'
-    pools = "".join(_pool(p) for p in cmap.pools)
+    pools = "".join(_pool(p, colors) for p in cmap.pools)
     unplaced = ""
     if plan.unplaced:
         items = "".join(f"<li><code>{escape(p.workload)}</code> {escape(p.pod)}: {escape(p.reason)}</li>" for p in plan.unplaced)
@@ -140,7 +140,8 @@ def _cluster(cmap: ClusterMap) -> str:
 def capacity_html(plans: list[AllocationPlan], title: str) -> str:
     maps = [cluster_map(p) for p in plans]
     nav = "".join(f'<a href="#c-{escape(m.plan.cluster)}">{escape(m.plan.cluster)}</a>' for m in maps)
-    body = "".join(_cluster(m) for m in maps)
+    colors = workload_colors([w for m in maps for w in m.workloads])  # one colour per workload across the report
+    body = "".join(_cluster(m, colors) for m in maps)
     return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width\"><title>{escape(title)}</title><style>{CSS}</style></head><body>"
             f"<h1>{escape(title)}</h1><p class=\"note\">Placement by gpuc's offline allocator with the Kubernetes scheduler's "

@@ -43,6 +43,12 @@ def clean_stale_temporaries(out: Path) -> None:
                 shutil.rmtree(entry, ignore_errors=True)
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)  # the only way to read it; set back at once (gpuc writes its files from one thread)
+    os.umask(mask)
+    return mask
+
+
 def write_file_atomically(path: Path, text: str) -> None:
     """A single output file (the HTML report): written beside its target and renamed over it, so a
     killed run never leaves half a file where the last good one was."""
@@ -50,6 +56,7 @@ def write_file_atomically(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a report is shared like any file the user writes
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -132,7 +132,29 @@ class AllocationPlan:
         return [p for p in self.pods if not p.placed]
 
     def diagnostics(self) -> list[Diagnostic]:
-        return [p.diagnostic(self.cluster) for p in self.unplaced]
+        """One finding per workload and reason: replicas of one workload fail alike, and forty lines saying so
+        hide the one number to change (replicas, at its line)."""
+        groups: dict[tuple[str, str, bool], list[PodOutcome]] = {}
+        for p in self.unplaced:
+            groups.setdefault((p.workload, p.reason, p.error), []).append(p)
+        pods: dict[str, int] = {}
+        for p in self.pods:
+            pods[p.workload] = pods.get(p.workload, 0) + 1
+        return [group[0].diagnostic(self.cluster) if len(group) == 1 else self._folded(group, pods[group[0].workload])
+                for group in groups.values()]
+
+    def _folded(self, group: list[PodOutcome], total: int) -> Diagnostic:
+        first = group[0]  # the same words with or without detail: the render gate and `gpuc plan` agree
+        message = (f"{len(group)} of {total} pods of {first.workload} cannot be placed on cluster '{self.cluster}' "
+                   f"({', '.join(p.pod for p in group[:3])}{', ...' if len(group) > 3 else ''}): {first.reason}")
+        hint = ("fix the selector or class the message names" if first.error else
+                f"lower replicas to {total - len(group)} or fewer, add nodes or GPUs to a matching pool, or relax gpu.require / count")
+        origin = first.origin
+        if origin is None:
+            return Diagnostic(first.workload, 0, "spec.replicas", message, hint)
+        spec = origin.value.get("spec") if isinstance(origin.value, dict) else None
+        path = ("spec", "replicas") if isinstance(spec, dict) and "replicas" in spec and not first.error else ("spec", "gpu")
+        return Diagnostic(origin.file, origin.line_of(path), ".".join(path), message, hint)
 
     def as_dict(self) -> dict[str, Any]:
         return {
