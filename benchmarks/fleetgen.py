@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 # (kubernetes, driver, fabric) per cluster flavour; NIM only on 1.34+
-PLATFORMS = [("1.34", "25.12.0", "none"), ("1.33", "25.8.1", "topologyConfig"), ("1.35", "0.5.0-dev", "partitionAttributes"),
+PLATFORMS = [("1.34", "25.12.0", "none"), ("1.33", "25.8.1", "topologyConfig"), ("1.36", "0.5.1", "partitionAttributes"),
              ("1.34", "0.4.1", "none")]
 NIM_IMAGES = ["nvcr.io/nim/meta/llama-3.1-8b-instruct:1.8.3", "nvcr.io/nim/meta/llama-3.2-1b-instruct:1.12.0",
               "nvcr.io/nim/meta/llama-3.1-70b-instruct:1.8.3"]
@@ -53,12 +53,13 @@ def cluster(i: int, nodes: int, workloads: list[dict]) -> dict:
     kubernetes, driver, fabric = PLATFORMS[i % len(PLATFORMS)]
     need = demand(workloads)
     size = lambda pool, per_node, minimum: max(minimum, math.ceil(need[pool] * HEADROOM / per_node))
+    partitioned = fabric != "none"  # Fabric Manager partitions mean something only where a fabric mode selects them
     pools = [
-        {"name": "h100", "nodes": size("h100", 8, nodes), "gpu": {"model": "H100-80GB", "count": 8}, "nvlink": {"partitions": [2, 4, 8]}},
+        {"name": "h100", "nodes": size("h100", 8, nodes), "gpu": {"model": "H100-80GB", "count": 8},
+         **({"nvlink": {"partitions": [2, 4, 8]}} if partitioned else {})},
         {"name": "a100-mig", "nodes": size("a100-mig", 8, max(1, nodes // 4)), "gpu": {"model": "A100-80GB", "count": 8},
          "mig": {"layout": "all-balanced"}},
-        {"name": "gb200", "nodes": size("gb200", 4, max(2, nodes // 8)), "gpu": {"model": "GB200-186GB", "count": 4},
-         "nvlink": {"partitions": [2, 4]}},
+        {"name": "gb200", "nodes": size("gb200", 4, max(2, nodes // 8)), "gpu": {"model": "GB200-186GB", "count": 4}},
     ]
     spec = {
         "kubernetesVersion": kubernetes,
@@ -66,6 +67,9 @@ def cluster(i: int, nodes: int, workloads: list[dict]) -> dict:
         "gpuOperator": {"mode": "helm", "version": "v25.10.1"},
         "nodePools": pools,
         "gitops": {"repoURL": "https://git.example.com/fleet.git", "path": f"rendered/c{i:02d}", "destination": {"name": f"c{i:02d}"}},
+        # a synthetic fleet keeps no operator CRDs, and one flavour runs the Fabric Manager fork: both known
+        "acknowledge": [{"warning": "unchecked-crds", "reason": "benchmark fleet"}]
+        + ([{"warning": "driver-fork", "reason": "benchmark fleet"}] if fabric == "topologyConfig" else []),
     }
     if kubernetes >= "1.34":
         spec["nimOperator"] = {"version": "3.1.2"}
@@ -82,6 +86,7 @@ def workload(c: int, j: int, flavour: tuple, rng: random.Random) -> dict:
         spec["model"] = {"image": rng.choice(NIM_IMAGES), "parameters": rng.choice(["1B", "8B", "8B", "70B"]),
                          "precision": rng.choice(["bf16", "fp8"]), "contextLength": 8192, "concurrency": rng.choice([1, 4, 8])}
         spec["secrets"] = {"ngcApiKey": "ngc-api-secret", "imagePull": "ngc-secret"}
+        spec["cache"] = {"accessMode": "ReadWriteMany"}  # replicas may land on several nodes
         gpu = {"count": "auto", "require": {"architecture": ["Hopper"]}}
     elif kind == "shared":
         gpu = {"count": 1, "sharing": "Shared"}

@@ -120,6 +120,45 @@ def bench_render_scaling(repeat: int, work: Path) -> list[Measurement]:
     return out
 
 
+def _same_trees(a: Path, b: Path) -> bool:
+    files = lambda root: {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    return files(a) == files(b)
+
+
+def bench_incremental(repeat: int, work: Path) -> list[Measurement]:
+    """Cold full render vs a render after one workload's replicas changed, in the same run, and the tree
+    checked byte-identical to a fresh render of the changed fleet."""
+    fleet = work / "incremental-fleet"
+    if not fleet.exists():
+        shutil.copytree(_fleet(work, 20, 1000), fleet)
+    target, fresh = work / "incremental-out", work / "incremental-fresh"
+    cache = work / "incremental-cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    os.environ["GPUC_CACHE_DIR"] = str(cache)
+    changed = next(iter(sorted((fleet / "workloads").rglob("*.yaml"))))
+    lines = changed.read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("replicas:"))
+    values = iter(range(2, 10**6))  # a value no earlier run used: the cache keeps the last few versions of a cluster
+
+    def change_one_workload() -> None:
+        lines[at] = f"  replicas: {next(values)}\n"  # the fleet's first workload shares one GPU (MPS): any count fits
+        changed.write_text("".join(lines))
+
+    cold = measure("render 20 x 1,000 workloads, cold (no cache, empty output directory)",
+                   gpuc("render", str(fleet), "-o", str(target), "--no-cache"), repeat, before=lambda: _set_aside(target))
+    run_process(gpuc("render", str(fleet), "-o", str(target)), dict(os.environ, PYTHONPATH=str(REPO)))  # fill the cache
+    warm = measure("render 20 x 1,000 workloads after one workload's replicas changed (cache warm)",
+                   gpuc("render", str(fleet), "-o", str(target)), repeat, before=change_one_workload)
+    still = measure("render 20 x 1,000 workloads with no change (cache warm)", gpuc("render", str(fleet), "-o", str(target)), repeat)
+    _set_aside(fresh)
+    run_process(gpuc("render", str(fleet), "-o", str(fresh), "--no-cache"), dict(os.environ, PYTHONPATH=str(REPO)))
+    if not _same_trees(target, fresh):
+        raise SystemExit("incremental: the warm tree differs from a fresh render of the same fleet")
+    warm.note = f"{warm.seconds / cold.seconds:.2f} x cold; tree byte-identical to a fresh render"
+    still.note = f"{still.seconds / cold.seconds:.2f} x cold"
+    return [cold, warm, still]
+
+
 def _plan_fleet(work: Path, nodes: int, pods: int) -> Path:
     path = work / f"plan-{nodes}n-{pods}p"
     if not path.exists():
@@ -178,6 +217,7 @@ BENCHMARKS: dict[str, Callable[[int, Path], list[Measurement]]] = {
     "help": bench_help,
     "render": bench_render,
     "render-scaling": bench_render_scaling,
+    "incremental": bench_incremental,
     "plan": bench_plan,
     "plan-scaling": bench_plan_scaling,
     "cel": bench_cel,
@@ -195,6 +235,7 @@ def main() -> None:
     names = args.only.split(",") if args.only else list(BENCHMARKS)
     work = args.work or Path(tempfile.mkdtemp(prefix="gpuc-bench-"))
     work.mkdir(parents=True, exist_ok=True)
+    os.environ["GPUC_CACHE_DIR"] = str(work / "cache")  # the incremental build's cache, kept out of the user's
     _SET_ASIDE.extend(work.glob(f"*{ASIDE}*"))  # left by an interrupted run: deleted at the end, like this run's
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}; median of {args.repeat} runs; work dir {work}\n")
     print("| benchmark | median | range | peak memory | notes |\n|---|---|---|---|---|")

@@ -97,6 +97,32 @@ def _state(args: argparse.Namespace):
     return state
 
 
+def _cache(args: argparse.Namespace):
+    """The incremental build's cache, unless --no-cache: --cache-dir, $GPUC_CACHE_DIR, or $XDG_CACHE_HOME/gpuc."""
+    if getattr(args, "no_cache", True):
+        return None
+    from .cache.store import CacheStore, default_dir
+
+    return CacheStore(Path(args.cache_dir or os.environ.get("GPUC_CACHE_DIR") or default_dir()))
+
+
+def _plan_while_importing(args: argparse.Namespace, store, state, tree: Path):
+    """The incremental build's plan (which clusters the cache has), made in a forked process while this one
+    imports the compiler: reading the cache and checking the previous tree are I/O the imports can hide."""
+    if store is None:
+        return None
+    import importlib
+
+    from .cache.plan import Settings, safe_plan
+    from .runner import overlapped
+
+    settings = Settings.of(args.cluster, args.require_crds, args.allow_replace, args.allow_infeasible, state,
+                           tuple(Path(d) for d in args.crds or ()))
+    plan, _ = overlapped(lambda: safe_plan(Path(args.fleet), settings, store, tree),
+                         lambda: importlib.import_module(f"{__package__}.incremental"), parallel=True)
+    return plan
+
+
 def _load(args: argparse.Namespace):
     """A large fleet's files start parsing in worker processes before the compiler is imported."""
     from .runner import load
@@ -202,21 +228,30 @@ def cmd_render(args: argparse.Namespace) -> int:
     done = False
     try:
         state = _state(args)
-        loaded = _load(args)
-        from .pipeline import CompileOptions, compile_fleet
+        store = _cache(args)
+        planned = _plan_while_importing(args, store, state, out)
+        from .incremental import compile_cached, remember
+        from .pipeline import CompileOptions
 
-        # the tree about to be replaced is the previous state; the build workers stage what passes
+        # the tree about to be replaced is the previous state; the build workers stage what passes, and
+        # clusters the cache has are linked from it unchanged
         options = CompileOptions(only=args.cluster, checks=_checks(args), previous=out, allow_infeasible=args.allow_infeasible,
                                  keep=False, jobs=args.jobs, state=state)
-        built = compile_fleet(loaded, options, write=functools.partial(stage_cluster, out, staging), built=_built_progress())
+        built, plan = compile_cached(Path(args.fleet), options, store, out, write=functools.partial(stage_cluster, out, staging),
+                                     built=_built_progress(), planned=lambda: planned)
         built.raise_if_failed()
+        kept = tuple(plan.hits) if plan is not None else ()  # already in out/ exactly as they would be written
         trees = {c.name: c.paths for c in built.clusters.values()}
-        _check_targets(out, list(trees))
+        _check_targets(out, [c for c in trees if c not in kept])
         try:
-            swap_in(out, staging, list(trees), prune_other_clusters=args.cluster is None)
+            swap_in(out, staging, [c for c in trees if c not in kept], prune_other_clusters=args.cluster is None, kept=kept)
         except OSError as exc:
             raise _cannot_write(out, exc.strerror or str(exc)) from None
         done = True
+        if store is not None:
+            remember(store, Path(args.fleet), plan, built, out)
+            for note in (plan.notes if plan is not None else []) + store.notes:
+                print(f"gpuc: note: {note}", file=sys.stderr)
     except StagingError as exc:  # a build worker could not write its cluster
         raise _cannot_write(out, str(exc)) from None
     finally:
@@ -462,6 +497,9 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("-o", "--out", required=True, help="output directory (one sub-directory per cluster)")
     render.add_argument("--cluster", help="render only this cluster")
     add_checks(render)
+    render.add_argument("--no-cache", action="store_true", help="build every cluster, neither reading nor writing the cache")
+    render.add_argument("--cache-dir", metavar="DIR", help="where the incremental build keeps what it knows "
+                                                           "(default: $GPUC_CACHE_DIR, else $XDG_CACHE_HOME/gpuc)")
     render.add_argument("--allow-infeasible", action="store_true",
                         help="render even when some pods cannot be placed on the cluster's devices")
     add_state(render)

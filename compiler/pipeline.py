@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .cache.keys import digest
 from .check.gate import ClusterOutcome, CompiledFleet, OutputRejected
 from .check.model import NO_PREVIOUS, CheckOptions, ClusterContext, PreviousObjects
 from .check.placement import check_placement
@@ -57,6 +58,10 @@ class CompileOptions:
     keep: bool = True  # keep compiled objects and placements (False: findings only; large fleets build in workers)
     missing_ok: bool = False  # `only` may name no cluster of the fleet (a diff side without it)
     jobs: int | None = None  # worker processes (None: one per core for large fleets)
+    # compile only these clusters, and run the per-cluster rules only for them (an incremental build: the
+    # others come from the cache); warnings are then only theirs and the fleet's own
+    subset: frozenset[str] | None = None
+    digests: bool = False  # record each written file's digest and the updates judged (ClusterOutcome.digests)
 
 
 def validate_clusters(source: str | os.PathLike[str] | FleetFiles,
@@ -155,6 +160,9 @@ class _Job:
         if self.write is not None and files is not None and outcome.passed:
             self.write(name, files, tree.unchanged if tree is not None else set())
             outcome.paths = sorted(files)
+        if options.digests and files is not None:
+            outcome.digests = {rel: digest(text.encode("utf-8")) for rel, text in files.items()}
+            outcome.updated = sum(1 for rel in files if tree is not None and rel in tree.names and rel not in tree.unchanged)
         if options.keep:
             outcome.compiled, outcome.placement = compiled, placement
         return outcome
@@ -177,7 +185,7 @@ def compile_fleet(source: str | os.PathLike[str] | LoadedFleet, options: Compile
             findings.raise_if_errors()
             raise InputError([Diagnostic(str(fleet.root), 0, "--cluster", f"no cluster named '{only}' in the fleet",
                                          f"clusters: {', '.join(resolved)}")])
-        names = [n for n in resolved if only is None or n == only]
+        names = [n for n in resolved if (only is None or n == only) and (options.subset is None or n in options.subset)]
         if options.state is not None and len(names) != 1:
             raise InputError([Diagnostic(options.state.display, 0, "--state", "a cluster state describes one cluster",
                                          f"add --cluster (clusters: {', '.join(names)})")])
@@ -187,7 +195,7 @@ def compile_fleet(source: str | os.PathLike[str] | LoadedFleet, options: Compile
         with mapped(job.build, names, workers) as results:
             # The workload rules run here while forked workers already build (the rules only add findings).
             # If they fail, the builds are thrown away unread and whatever a worker wrote is discarded.
-            check_intents(fleet, resolved, findings)
+            check_intents(fleet, resolved if options.subset is None else {n: resolved[n] for n in names}, findings)
             findings.raise_if_errors()
             for outcome in results:
                 outcomes[outcome.name] = outcome
@@ -196,6 +204,8 @@ def compile_fleet(source: str | os.PathLike[str] | LoadedFleet, options: Compile
         warnings = sorted(set(findings.warnings) | {w for o in outcomes.values() for w in o.warnings})
         if only is not None:
             warnings = _about(fleet, only, warnings)
+        elif options.subset is not None:
+            warnings = sorted({w for name in names for w in _about(fleet, name, warnings)})
         return CompiledFleet(fleet, outcomes, warnings)
 
 

@@ -20,6 +20,12 @@ REFERENCE = next((p / "shared" / "reference" for p in REPO.parents if (p / "shar
                  REPO.parent / "shared" / "reference")
 
 
+@pytest.fixture(autouse=True)
+def _own_build_cache(tmp_path_factory, monkeypatch):
+    """Every test renders with a cache of its own: none reads another's, and none writes the user's ~/.cache."""
+    monkeypatch.setenv("GPUC_CACHE_DIR", str(tmp_path_factory.mktemp("gpuc-cache")))
+
+
 @dataclass
 class Result:
     code: int

@@ -36,6 +36,10 @@ class ClusterOutcome:
     applications: int = 0  # Argo CD Applications
     checked: int = 0  # objects the checks saw (the Argo CD objects included)
     paths: list[str] = field(default_factory=list)  # files written, when the caller wrote the cluster
+    # for the incremental cache (CompileOptions.digests): the written files' digests, and how many objects
+    # were judged as updates of a previous version (findings then depend on that version: not cached)
+    digests: dict[str, str] | None = None
+    updated: int = 0
 
     @property
     def passed(self) -> bool:

@@ -136,8 +136,9 @@ def stage_cluster(out: Path, staging: Path, cluster: str, files: dict[str, str],
         raise StagingError(exc.strerror or str(exc)) from exc
 
 
-def swap_in(out: Path, staging: Path, clusters: list[str], prune_other_clusters: bool) -> None:
-    """Replace out/<cluster> by staging/new/<cluster> for every cluster, all or none.
+def swap_in(out: Path, staging: Path, clusters: list[str], prune_other_clusters: bool, kept: tuple[str, ...] = ()) -> None:
+    """Replace out/<cluster> by staging/new/<cluster> for every cluster, all or none; `kept` clusters stay as
+    they are (an incremental build found them exactly as it would write them) and are not pruned.
 
     Each swap is two renames on one file system; if one fails, every cluster already swapped gets its
     previous directory back. The caller removes `staging` (with the old directories in it) afterwards.
@@ -166,5 +167,7 @@ def swap_in(out: Path, staging: Path, clusters: list[str], prune_other_clusters:
         raise
     if prune_other_clusters:
         for entry in out.iterdir():
-            if entry.is_dir() and entry.name not in clusters and not entry.name.startswith(".") and is_gpuc_output(entry):
+            if (entry.is_dir() and entry.name not in clusters and entry.name not in kept and not entry.name.startswith(".")
+                    and is_gpuc_output(entry)):
                 os.rename(entry, old / entry.name)
+

@@ -11,8 +11,10 @@ from typing import Any
 
 import yaml
 
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml reads the tables ten times faster
+
 
 @cache
 def load_table(name: str) -> Any:
     text = resources.files(__package__).joinpath("data", f"{name}.yaml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    return yaml.load(text, Loader=_Loader)  # a safe loader: plain data only

@@ -49,7 +49,7 @@ def read_serially(files: list[tuple[Path, str]], read: ReadOne, meanwhile: Calla
             yield False, exc.diagnostics
 
 
-def _yaml_files(directory: Path, recursive: bool) -> list[Path]:
+def yaml_files(directory: Path, recursive: bool) -> list[Path]:
     if not directory.is_dir():
         return []
     pattern = "**/*" if recursive else "*"
@@ -72,7 +72,7 @@ def _is_crd(path: Path) -> bool:
         return False
 
 
-def _unread(root: Path) -> list[Diagnostic]:
+def unread(root: Path) -> list[Diagnostic]:
     """YAML that a typo keeps gpuc from reading: a workload that silently vanishes from the render is
     pruned from the cluster by Argo CD. Other folders (a cluster's spec.crds, docs) and dotfiles are
     left alone; symbolic links are never followed here."""
@@ -83,12 +83,12 @@ def _unread(root: Path) -> list[Diagnostic]:
         if path.is_file() and path.suffix in YAML_SUFFIXES and path.stem != "kustomization":
             found.append(Diagnostic(path.name, 0, "(file)", "not read: intents live in clusters/ and workloads/",
                                     "move it to clusters/ (a Cluster) or workloads/ (GpuWorkload, GpuDeviceClass)", "warning"))
-        elif path.is_dir() and path.name not in LAYOUT and (near := _near_miss(path.name)) and _yaml_files(path, True):
+        elif path.is_dir() and path.name not in LAYOUT and (near := _near_miss(path.name)) and yaml_files(path, True):
             found.append(Diagnostic(f"{path.name}/", 0, "(directory)", "not read: gpuc reads clusters/ and workloads/",
                                     f"did you mean '{near}'? Rename the folder", "warning"))
     clusters = root / "clusters"
     nested = [] if clusters.is_symlink() else [
-        p for p in _yaml_files(clusters, recursive=True) if p.parent != clusters and not _is_crd(p)]
+        p for p in yaml_files(clusters, recursive=True) if p.parent != clusters and not _is_crd(p)]
     found += [Diagnostic(p.relative_to(root).as_posix(), 0, "(file)", "not read: Cluster files sit directly in clusters/",
                          "move it up to clusters/", "warning") for p in nested]
     return found
@@ -113,16 +113,17 @@ def read_documents(path: Path, display: str) -> list[SourceDoc]:
 
 
 def load_fleet(root: str | os.PathLike[str], meanwhile: Meanwhile | None = None,
-               read_files: ReadFiles = read_serially) -> FleetFiles:
+               read_files: ReadFiles = read_serially, select: Callable[[str], bool] | None = None) -> FleetFiles:
     """Every document of the fleet, parsed by `read_files`; `meanwhile` runs while it parses the
-    workload files elsewhere (see Meanwhile), and is not run when they are parsed here."""
+    workload files elsewhere (see Meanwhile), and is not run when they are parsed here. `select` (given a
+    workload file's fleet-relative path) leaves out files an incremental build does not need."""
     root = Path(root)
     if not root.is_dir():
         what = "is a file, not a fleet directory" if root.exists() else "fleet directory does not exist"
         raise InputError([Diagnostic(str(root), 0, "(fleet)", what, "pass the directory that holds clusters/ and workloads/")])
     findings = Findings()
     clusters_dir = root / "clusters"
-    if not _yaml_files(clusters_dir, recursive=False):
+    if not yaml_files(clusters_dir, recursive=False):
         findings.add(Diagnostic(str(root), 0, "clusters/", "fleet has no clusters/*.yaml",
                                 "create clusters/<name>.yaml with a `kind: Cluster` document"))
 
@@ -153,7 +154,10 @@ def load_fleet(root: str | os.PathLike[str], meanwhile: Meanwhile | None = None,
                 findings.extend(parsed)  # type: ignore[arg-type]
         return docs
 
-    clusters = collect(_yaml_files(clusters_dir, recursive=False))
-    workloads = collect(_yaml_files(root / "workloads", recursive=True), start_meanwhile if meanwhile else None)
+    clusters = collect(yaml_files(clusters_dir, recursive=False))
+    workload_files = yaml_files(root / "workloads", recursive=True)
+    if select is not None:
+        workload_files = [f for f in workload_files if select(f.relative_to(root).as_posix())]
+    workloads = collect(workload_files, start_meanwhile if meanwhile else None)
     findings.raise_if_errors()
-    return FleetFiles(root, clusters, workloads, _unread(root))
+    return FleetFiles(root, clusters, workloads, unread(root))

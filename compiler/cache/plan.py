@@ -1,0 +1,160 @@
+"""Which clusters an incremental build can take from the cache (see compiler.incremental).
+
+Light on purpose: it imports no compiler stage, so `gpuc render` can plan in a forked process while it
+imports the compiler. A hit needs the cluster's key to have an entry and the cluster's previous output on
+disk to be exactly what the entry describes.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..load.fleet import yaml_files
+from .keys import DocRef, build_digest, digest, scan, tree_digest, value_digest
+from .store import CacheStore, Entry, Index
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The build options a cluster's output or findings depend on, as plain data."""
+
+    only: str | None = None
+    options: Any = None  # JSON-able: require-crds, allow-replace, allow-infeasible, the running cluster's objects
+    crds: tuple[Path, ...] = ()  # --crds directories (their content is part of every key)
+
+    @classmethod
+    def of(cls, only: str | None, require_crds: bool, allow_replace: bool, allow_infeasible: bool, state: Any,
+           crds: tuple[Path, ...]) -> Settings:
+        """`state`: the running cluster (a ClusterState) or None; its objects are inputs of placement."""
+        objects = None if state is None else [o.raw for o in state.objects]
+        return cls(only, {"requireCrds": require_crds, "allowReplace": allow_replace, "allowInfeasible": allow_infeasible,
+                          "state": objects}, crds)
+
+
+def safe_plan(root: Path, settings: Settings, store: CacheStore, tree: Path | None) -> BuildPlan | None:
+    """plan_build, where a fleet or tree that changes under it (a file gone between listing and reading)
+    means a full build, never a failure."""
+    try:
+        return plan_build(root, settings, store, tree)
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        return BuildPlan(Index(), [], {}, {}, notes=[*store.notes, f"cache not used: {exc}"], full=True)
+
+
+@dataclass
+class BuildPlan:
+    index: Index
+    order: list[str]  # the clusters to build, in the fleet's order
+    keys: dict[str, str]
+    needs: dict[str, set[str]]  # cluster -> workload files its build reads
+    hits: dict[str, Entry] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # what could not be read of the cache (the plan may run in a fork)
+    full: bool = False  # the cache could not be used this time: build everything, remember nothing
+
+    @property
+    def misses(self) -> list[str]:
+        return [c for c in self.order if c not in self.hits]
+
+
+def listing(directory: str, prefix: str = "") -> dict[str, os.stat_result]:
+    """Every file under `directory`, by relative path, with its stat (symbolic links are not files here)."""
+    out: dict[str, os.stat_result] = {}
+    with os.scandir(directory) as entries:
+        for e in entries:
+            if e.is_dir(follow_symlinks=False):
+                out.update(listing(e.path, f"{prefix}{e.name}/"))
+            else:
+                out[prefix + e.name] = e.stat(follow_symlinks=False)
+    return out
+
+
+def _same_tree(directory: Path, entry: Entry) -> bool:
+    """Whether `directory` holds exactly the entry's files, byte for byte: by size and mtime when the entry
+    saw them last, else by reading them (and then the entry learns the new stamps)."""
+    try:
+        found = listing(str(directory))
+    except OSError:
+        return False
+    if found.keys() != entry.files.keys():
+        return False
+    stamps = {rel: [st.st_size, st.st_mtime_ns] for rel, st in found.items()}
+    if stamps == entry.stamps:
+        return True
+    base = str(directory) + os.sep
+    try:
+        for rel, want in entry.files.items():
+            with open(base + rel, "rb") as fh:
+                if digest(fh.read()) != want:
+                    return False
+    except OSError:
+        return False
+    entry.stamps = stamps
+    entry.restamped = True
+    return True
+
+
+def _scan_fleet(root: Path, old: Index) -> Index | None:
+    """Every intent file's digest and documents (scanned again only when changed); None when the fleet has
+    anything the full build should report (a symlink out of the fleet, a file that does not scan)."""
+    index = Index()
+    for path in yaml_files(root / "clusters", recursive=False) + yaml_files(root / "workloads", recursive=True):
+        rel = path.relative_to(root).as_posix()
+        if path.is_symlink() and not path.resolve().is_relative_to(root.resolve()):
+            return None
+        data = path.read_bytes()
+        sha = digest(data)
+        known = old.files.get(rel)
+        refs = known[1] if known is not None and known[0] == sha else scan(data)
+        if refs is None:
+            return None
+        index.files[rel] = (sha, refs)
+    return index
+
+
+def plan_build(root: Path, settings: Settings, store: CacheStore, tree: Path | None) -> BuildPlan | None:
+    """Which clusters the cache has, verified against `tree` (the output directory, or --previous; None:
+    nothing on disk to match, as for `validate` without --previous). None: build everything."""
+    index = _scan_fleet(root, store.index(root))
+    if index is None:
+        return None
+    cluster_files = [(p, sha) for p, (sha, _) in sorted(index.files.items()) if p.startswith("clusters/")]
+    clusters: dict[str, DocRef] = {}
+    seen: set[tuple[str, str, str]] = set()
+    class_files: list[tuple[str, str]] = []
+    targets: dict[str, set[str]] = {}
+    for rel, (sha, refs) in sorted(index.files.items()):
+        for ref in refs:
+            key = (ref.kind, ref.namespace, ref.name)
+            if key in seen or (rel.startswith("clusters/") != (ref.kind == "Cluster")):
+                return None  # defined twice, or in the wrong place: the full build says where
+            seen.add(key)
+            if ref.kind == "Cluster":
+                clusters[ref.name] = ref
+            elif ref.kind == "GpuDeviceClass":
+                class_files.append((rel, sha))
+            elif ref.kind == "GpuWorkload":
+                targets.setdefault(rel, set()).update(ref.clusters if ref.clusters is not None else {"*"})
+            else:
+                return None
+    common = value_digest({"build": build_digest(), "options": settings.options, "crds": [tree_digest(d) for d in settings.crds]})
+    order = [n for n in clusters if settings.only is None or n == settings.only]
+    plan = BuildPlan(index, order, {}, {})
+    needs = {name: {rel for rel, names in targets.items() if name in names or "*" in names} for name in clusters}
+    for name in order:
+        # a workload file of this cluster that also targets others carries findings about those clusters too,
+        # which their own workloads shape (derived gates): their files are inputs of this entry as well
+        near = set().union(*({n for n in clusters if n in targets[rel] or "*" in targets[rel]} for rel in needs[name]))
+        read = set().union(needs[name], *(needs[n] for n in near))
+        own_crds = clusters[name].crds
+        plan.needs[name] = needs[name]
+        plan.keys[name] = value_digest([common, name, cluster_files, sorted(class_files),
+                                        sorted((rel, index.files[rel][0]) for rel in read),
+                                        tree_digest(root / own_crds) if own_crds else None])
+        entry = store.entry(name, plan.keys[name])
+        if entry is not None and (tree is None or _same_tree(tree / name, entry)):
+            plan.hits[name] = entry
+    plan.needs["*classes*"] = {rel for rel, _ in class_files}
+    plan.notes = list(store.notes)
+    return plan

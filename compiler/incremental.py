@@ -1,0 +1,109 @@
+"""The incremental build: rebuild only the clusters whose inputs changed, the rest from the cache.
+
+The unit is the cluster. A cluster's key digests gpuc itself, the options and CRDs its checks use, every
+Cluster file (a workload's rules read the clusters it targets), every file holding a GpuDeviceClass,
+and the workload files with a document targeting it. A cluster whose key has an entry is a hit when
+its previous output is still on disk exactly as that entry describes it (the render hard-links it into
+the new tree); every other cluster is rebuilt whole: lowered, checked and placed again, because
+placement is a question about the whole cluster (one more replica can move every pod after it), and
+lowering and checks per workload are the smaller part of a cluster's build. Only the files the rebuilt
+clusters read are parsed; fleet-wide facts a partial load cannot see (a name defined twice in files of
+different clusters) are checked on the scanned documents, and anything unusual falls back to the full
+build, which reports it. Entries are stored only for clusters whose findings cannot depend on the
+previous tree (nothing was judged as an update of a previous object), so a hit prints exactly the
+findings a full build would, and the tree is byte-identical to a full render's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+
+from .cache.plan import BuildPlan, Settings, listing, safe_plan
+from .cache.store import CacheStore, Entry
+from .check.gate import ClusterOutcome, CompiledFleet
+from .diagnostics import Diagnostic
+from .load.fleet import unread
+from .pipeline import CompileOptions, Write, compile_fleet
+from .runner import load
+from .validate.documents import Fleet
+
+Planned = BuildPlan | None
+
+
+def settings(options: CompileOptions) -> Settings:
+    """What of the options a cluster's output or findings depend on (the jobs count does not)."""
+    checks = options.checks
+    return Settings.of(options.only, checks.require_crds, checks.allow_replace, options.allow_infeasible, options.state,
+                       tuple(checks.crds))
+
+
+def compile_cached(root: Path, options: CompileOptions, store: CacheStore | None, tree: Path | None,
+                   write: Write | None = None, built: Callable[[int, int], None] | None = None,
+                   planned: Planned | Callable[[], Planned] = None) -> tuple[CompiledFleet, BuildPlan | None]:
+    """compile_fleet, with the clusters the cache has taken from it: their output is already in `tree`,
+    exactly as a build would write it, so `write` is called only for the clusters built (see BuildPlan.hits).
+    `planned` is the plan (or how to get it) when the caller made it already (see cli.cmd_render)."""
+    plan = planned() if callable(planned) else planned
+    if plan is None and store is not None and not callable(planned):
+        plan = safe_plan(root, settings(options), store, tree)
+    if plan is None or plan.full or not plan.hits:
+        options = dataclasses.replace(options, digests=store is not None and (plan is None or not plan.full))
+        return compile_fleet(load(root, options.jobs), options, write=write, built=built), plan
+    misses = plan.misses
+    outcomes: dict[str, ClusterOutcome] = {}
+    warnings: set[Diagnostic] = set()
+    fleet = Fleet(root)
+    if misses:
+        needed = set(plan.needs["*classes*"]).union(*(plan.needs[m] for m in misses))
+        partial = compile_fleet(load(root, options.jobs, select=needed.__contains__),
+                                dataclasses.replace(options, subset=frozenset(misses), digests=True), write=write, built=built)
+        fleet, warnings = partial.fleet, set(partial.warnings)
+        outcomes.update(partial.clusters)
+    else:
+        warnings.update(unread(root))  # what a load reports of the fleet's layout, found again each run
+    for name, entry in plan.hits.items():
+        counts = entry.counts
+        outcomes[name] = ClusterOutcome(name, warnings=list(entry.warnings), unplaced=counts.get("unplaced", 0),
+                                        objects=counts.get("objects", 0), releases=counts.get("releases", 0),
+                                        applications=counts.get("applications", 0), checked=counts.get("checked", 0),
+                                        paths=sorted(entry.files))
+        warnings.update(entry.warnings)
+    ordered = {name: outcomes[name] for name in plan.order if name in outcomes}
+    return CompiledFleet(fleet, ordered, sorted(warnings)), plan
+
+
+def remember(store: CacheStore, root: Path, plan: BuildPlan | None, built: CompiledFleet, tree: Path | None) -> None:
+    """After a build that passed (and, for render, was swapped into `tree`): an entry for every rebuilt
+    cluster whose findings did not depend on a previous tree, the new stamps of hits whose files were read,
+    and the fleet's index."""
+    if plan is None or plan.full:
+        return
+    for name, outcome in built.clusters.items():
+        hit = plan.hits.get(name)
+        if hit is not None:
+            if hit.restamped:
+                store.save(hit)
+            continue
+        if outcome.digests is None or outcome.updated or name not in plan.keys:
+            continue
+        mine = {w for w in built.warnings if w in set(outcome.warnings) or _concerns(w, name, built.fleet)}
+        counts = {"objects": outcome.objects, "releases": outcome.releases, "applications": outcome.applications,
+                  "checked": outcome.checked, "unplaced": outcome.unplaced}
+        stamps: dict[str, list[int]] = {}
+        if tree is not None:
+            with contextlib.suppress(OSError):
+                stamps = {rel: [st.st_size, st.st_mtime_ns] for rel, st in listing(str(tree / name)).items()}
+        store.save(Entry(name, plan.keys[name], sorted(mine), counts, outcome.digests, stamps))
+    store.save_index(root, plan.index)
+
+
+def _concerns(warning: Diagnostic, cluster: str, fleet: Fleet) -> bool:
+    """A fleet warning that belongs to this cluster's entry: about its Cluster file or a file of its workloads
+    or of a device class (the fleet's layout warnings are found again by every load, so no entry keeps them)."""
+    if cluster in fleet.clusters and warning.file == fleet.clusters[cluster].source.file:
+        return True
+    return (any(warning.file == w.source.file for w in fleet.workloads_on(cluster))
+            or any(warning.file == c.source.file for c in fleet.classes.values()))
