@@ -11,6 +11,7 @@ from ..facts.platform import gpu_operator
 from ..validate.features import ClusterFeatures, derived_gates
 from ..validate.resolved import ResolvedCluster
 from .graph import HelmRelease, Wave
+from .tolerations import tolerations
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -44,8 +45,14 @@ def driver_values(cluster: ResolvedCluster, features: ClusterFeatures) -> dict[s
         values["consumableShares"] = "memory"  # a claim without an amount still takes the whole GPU
     if cluster.driver.at_least("25.12"):
         values["resourceApiVersion"] = cluster.api.api_version
+    plugin: dict[str, Any] = {}
     if cluster.mixed_allocation:
-        values["kubeletPlugin"] = {"nodeSelector": {gpu_operator()["draNodeLabel"]: "true"}}
+        plugin["nodeSelector"] = {gpu_operator()["draNodeLabel"]: "true"}
+    tolerate = tolerations(cluster.dra_pools)
+    if tolerate:  # the chart's kubelet plugin tolerates nothing: on tainted GPU nodes it would never run
+        plugin["tolerations"] = tolerate
+    if plugin:
+        values["kubeletPlugin"] = plugin
     return deep_merge(values, spec.values)
 
 

@@ -13,10 +13,11 @@ from typing import Any
 import yaml
 
 from ..facts.driver import ChartRef
-from ..facts.platform import gpu_operator
+from ..facts.platform import gpu_operator, version_tuple
 from ..validate.resolved import ResolvedCluster, ResolvedPool
 from .graph import HelmRelease, KubeObject, Wave
 from .meta import MISSING_CRD_OK, PATCH_FORCE, SYNC_OPTIONS, make_object
+from .tolerations import uncovered
 
 SSA_PATCH = "ServerSideApply=true,Prune=false,Delete=false"
 # Where the GPU Operator's driver container mounts the driver; any other root means a host-installed driver.
@@ -31,13 +32,28 @@ def _mig_pools(cluster: ResolvedCluster) -> list[ResolvedPool]:
     return [p for p in cluster.pools if p.mig_layout is not None or p.mig_dynamic]
 
 
+def op_before(cluster: ResolvedCluster, version: str) -> bool:
+    mine = cluster.spec.gpu_operator.version
+    return mine is not None and version_tuple(mine) < version_tuple(version)
+
+
+def operand_tolerations(cluster: ResolvedCluster) -> dict[str, Any]:
+    """`daemonsets.tolerations` when a pool's taint is not among the operands' default tolerations."""
+    defaults = gpu_operator()["daemonsetTolerations"]
+    extra = uncovered(cluster.pools, defaults)
+    return {"daemonsets": {"tolerations": [*defaults, *extra]}} if extra else {}
+
+
 def operator_settings(cluster: ResolvedCluster) -> dict[str, Any]:
     """The ClusterPolicy fields gpuc owns; the same keys serve as Helm values and as a partial ClusterPolicy."""
     facts = gpu_operator()
     has_dra = bool(cluster.dra_pools)
     has_device_plugin = any(not p.dra for p in cluster.pools)
+    cdi: dict[str, Any] = {"enabled": True}
+    if op_before(cluster, facts["cdiDefaultUntil"]):
+        cdi["default"] = True  # before v25.10, cdi.enabled installs the specs and cdi.default makes the runtime use them
     settings: dict[str, Any] = {
-        "cdi": {"enabled": True},
+        "cdi": cdi,
         "driver": {"enabled": cluster.spec.dra_driver.nvidia_driver_root == OPERATOR_DRIVER_ROOT},
         "devicePlugin": {"enabled": has_device_plugin},
     }
@@ -45,6 +61,7 @@ def operator_settings(cluster: ResolvedCluster) -> dict[str, Any]:
         settings["toolkit"] = {"env": _env(facts["toolkitEnv"])}
         if has_device_plugin:
             settings["devicePlugin"]["env"] = _env(facts["devicePluginEnv"])
+    settings.update(operand_tolerations(cluster))
     if _mig_pools(cluster):
         settings["mig"] = {"strategy": "mixed"}
         settings["migManager"] = {"enabled": True, "config": {"name": facts["migConfigMapName"], "default": "all-disabled"}}
@@ -98,7 +115,7 @@ def gpu_cluster_values(cluster: ResolvedCluster, driver_values: dict[str, Any]) 
         dra["gpus"] = {"kubeletPlugin": {"env": [{"name": "CONSUMABLE_SHARES", "value": str(shares)}]}}
     dra["computeDomains"] = {"enabled": bool(driver_values["resources"]["computeDomains"]["enabled"])}
     return {"clusterPolicy": {"deployCR": False}, "gpuCluster": {"deployCR": True}, "draDriver": dra,
-            "hostPaths": {"driverInstallDir": cluster.spec.dra_driver.nvidia_driver_root}}
+            "hostPaths": {"driverInstallDir": cluster.spec.dra_driver.nvidia_driver_root}, **operand_tolerations(cluster)}
 
 
 def lower_node_config(cluster: ResolvedCluster, driver_values: dict[str, Any]

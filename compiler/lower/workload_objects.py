@@ -16,6 +16,7 @@ from . import selectors as sel
 from .claims import ClaimRef
 from .graph import KubeObject, Wave
 from .meta import KEEP_NAMESPACE, MISSING_CRD_OK, SYNC_OPTIONS, WORKLOAD, hashed_name, make_object, replacements_of
+from .tolerations import tolerations
 
 IMMUTABLE_FIELDS = "gpuc.dev/immutable-fields"
 
@@ -100,6 +101,9 @@ def nim_objects(plan: WorkloadPlan, claim: ClaimRef, compute_domain_name: str | 
         "draResources": [dra],
         "expose": {"service": {"type": w.spec.expose.type, "port": w.spec.expose.port}},
     }
+    tolerate = tolerations(m.pool for m in plan.matches if m.ok)
+    if tolerate:  # a DRA pod is not given the device plugin's extended-resource toleration
+        spec["tolerations"] = tolerate
     if w.spec.gpu.multi_node is not None:
         spec["multiNode"] = {"backendType": "lws",
                              "parallelism": {"tensor": plan.tensor_parallelism, "pipeline": w.spec.gpu.multi_node.nodes}}

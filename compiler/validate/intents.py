@@ -69,6 +69,15 @@ class NvLink(Model):
     partitions: list[Literal[2, 4, 8]] = Field(min_length=1)
 
 
+class Taint(Model):
+    """A taint the pool's nodes carry (GKE and EKS GPU nodes: nvidia.com/gpu=present:NoSchedule)."""
+
+    key: str = Field(pattern=r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$", max_length=316,
+                     description="taint key, e.g. nvidia.com/gpu")
+    value: str = Field("", max_length=63, description="taint value (empty: any value is tolerated)")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(description="taint effect")
+
+
 class NodePool(Model):
     name: DnsLabel
     nodes: int = Field(ge=1, le=100_000)
@@ -82,6 +91,8 @@ class NodePool(Model):
     extended_resource: bool = Field(
         False, description="serve device-plugin style pods (resources.limits nvidia.com/gpu, nvidia.com/mig-<profile>) "
                            "from this DRA pool through DRA extended resources (Kubernetes 1.34+, GA in 1.37)")
+    taints: list[Taint] = Field(default_factory=list, description="taints the pool's nodes carry: gpuc derives the tolerations of "
+                                                                  "the DRA kubelet plugin, the GPU Operator operands and the NIMServices")
 
 
 class Destination(Model):

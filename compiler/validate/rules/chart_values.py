@@ -53,6 +53,8 @@ def _check_chart_values(cluster: ResolvedCluster, findings: Findings) -> None:
                 findings.add(cluster.intent.error(here, f"'{key}' is a dotted key; Helm values are nested maps (dots are `--set` syntax)",
                                                   "write it nested:\n" + _nested(key, child)))
                 continue
+            if child is None and (full in keys or full in intermediate):
+                continue  # Helm's way to drop a chart default (`controller.affinity: null`)
             if full in keys:
                 kind = keys[full].kind
                 if kind == "leaf" and isinstance(child, (dict, list)):

@@ -1,0 +1,69 @@
+"""Seed patterns gpuc compiles: tainted GPU pools, CDI on older GPU Operators."""
+
+from __future__ import annotations
+
+import yaml
+
+from conftest import NIM_SECRETS, REFERENCE, cluster_doc, compile_single, gpuc, nim_model, objects_of, workload_doc
+
+GKE_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+TEAM_TAINT = {"key": "dedicated", "value": "inference", "effect": "NoExecute"}
+
+
+def release(compiled, component: str):
+    return next(r for r in compiled.releases if r.component == component)
+
+
+def tainted_fleet(fleet, **cluster):
+    pools = [{"name": "h100", "nodes": 2, "gpu": {"model": "H100-80GB", "count": 8}, "taints": [GKE_TAINT, TEAM_TAINT]},
+             {"name": "l4", "nodes": 1, "gpu": {"model": "L4-24GB", "count": 4}}]
+    chat = workload_doc("chat", "serving", model=nim_model("8B"), secrets=NIM_SECRETS, gpu={"count": 1, "require": {"architecture": ["Hopper"]}})
+    small = workload_doc("small", "serving", model=nim_model("1B"), secrets=NIM_SECRETS, gpu={"count": 1, "require": {"productName": "NVIDIA L4"}})
+    return fleet(clusters=[cluster_doc(pools=pools, **cluster)], workloads={"w.yaml": [chat, small]})
+
+
+def test_tainted_pools_get_tolerations_where_pods_must_land(fleet, tmp_path):
+    root = tainted_fleet(fleet)
+    compiled = compile_single(root)
+    want = [{"key": "dedicated", "operator": "Equal", "value": "inference", "effect": "NoExecute"},
+            {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}]
+    assert release(compiled, "dra-driver").values["kubeletPlugin"]["tolerations"] == want
+    services = {s["metadata"]["name"]: s for s in objects_of(compiled, "NIMService")}
+    assert services["chat"]["spec"]["tolerations"] == want  # may land on the tainted H100 pool
+    assert "tolerations" not in services["small"]["spec"]  # serves from the untainted L4 pool only
+    # the operands tolerate nvidia.com/gpu by default; the team taint is added, the default kept
+    operator = release(compiled, "gpu-operator").values
+    assert operator["daemonsets"]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+                                                     {"key": "dedicated", "operator": "Equal", "value": "inference", "effect": "NoExecute"}]
+    result = gpuc("render", root, "-o", tmp_path / "out", "--crds", REFERENCE, "--require-crds")
+    assert result.code == 0, result.err  # the NIMService's tolerations pass the NIM Operator's CRD
+
+
+def test_a_gke_taint_alone_needs_no_operand_change(fleet):
+    pools = [{"name": "h100", "nodes": 1, "gpu": {"model": "H100-80GB", "count": 8}, "taints": [GKE_TAINT]}]
+    compiled = compile_single(fleet(clusters=[cluster_doc(pools=pools)]))
+    assert "daemonsets" not in release(compiled, "gpu-operator").values
+    assert release(compiled, "dra-driver").values["kubeletPlugin"]["tolerations"][0]["key"] == "nvidia.com/gpu"
+
+
+def test_a_bad_taint_is_named(fleet):
+    pools = [{"name": "h100", "nodes": 1, "gpu": {"model": "H100-80GB", "count": 8}, "taints": [{"key": "gpu", "effect": "Sometimes"}]}]
+    result = gpuc("validate", fleet(clusters=[cluster_doc(pools=pools)]))
+    assert result.code == 2 and "spec.nodePools[0].taints[0].effect" in result.err
+
+
+def test_cdi_default_before_gpu_operator_v25_10(fleet):
+    old = compile_single(fleet(clusters=[cluster_doc(gpuOperator={"version": "v25.3.4"})]))
+    assert release(old, "gpu-operator").values["cdi"] == {"enabled": True, "default": True}
+    new = compile_single(fleet(clusters=[cluster_doc(gpuOperator={"version": "v25.10.1"})]))
+    assert release(new, "gpu-operator").values["cdi"] == {"enabled": True}
+    assert yaml.safe_dump(release(new, "gpu-operator").values)
+
+
+def test_null_chart_values_drop_a_default_as_in_helm(fleet, tmp_path):
+    root = fleet(clusters=[cluster_doc(draDriver={"values": {"controller": {"affinity": None}, "kubeletPlugin": None}})])
+    assert gpuc("render", root, "-o", tmp_path / "out").code == 0
+    values = yaml.safe_load((tmp_path / "out" / "c1" / "values" / "nvidia-dra-driver-gpu.yaml").read_text())
+    assert values["controller"] == {"affinity": None} and values["kubeletPlugin"] is None
+    wrong = fleet(clusters=[cluster_doc(draDriver={"values": {"controler": None}})])
+    assert "'controler' is not a value of chart" in gpuc("validate", wrong).err  # null does not excuse a typo
