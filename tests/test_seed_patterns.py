@@ -67,3 +67,35 @@ def test_null_chart_values_drop_a_default_as_in_helm(fleet, tmp_path):
     assert values["controller"] == {"affinity": None} and values["kubeletPlugin"] is None
     wrong = fleet(clusters=[cluster_doc(draDriver={"values": {"controler": None}})])
     assert "'controler' is not a value of chart" in gpuc("validate", wrong).err  # null does not excuse a typo
+
+
+GB200_PLUGIN = {"name": "gb200", "nodes": 4, "gpu": {"model": "GB200-186GB", "count": 4}, "allocation": "devicePlugin"}
+
+
+def test_compute_domains_while_gpus_stay_on_the_device_plugin(fleet, tmp_path):
+    """The second seed's install: the DRA driver with GPUs off and ComputeDomains on, GPUs as nvidia.com/gpu."""
+    trainer = workload_doc("trainer", "research", gpu={"count": 4, "multiNode": {"nodes": 2}})
+    big = workload_doc("big", "serving", model=nim_model("405B", precision="fp8"), secrets=NIM_SECRETS,
+                       gpu={"count": "auto", "multiNode": {"nodes": 2}}, cache={"accessMode": "ReadWriteMany"})
+    root = fleet(clusters=[cluster_doc(driver="25.12.0", pools=[GB200_PLUGIN])], workloads={"w.yaml": [trainer, big]})
+    compiled = compile_single(root)
+    values = release(compiled, "dra-driver").values
+    assert values["resources"] == {"gpus": {"enabled": False}, "computeDomains": {"enabled": True}}
+    assert "gpuResourcesEnabledOverride" not in values
+    assert sorted(d["metadata"]["name"].split("-")[0] for d in objects_of(compiled, "ComputeDomain")) == ["big", "trainer"]
+    assert objects_of(compiled, "ResourceClaimTemplate") == []  # no GPU claim: the device plugin hands out the GPUs
+    (service,) = objects_of(compiled, "NIMService")
+    assert "draResources" not in service["spec"] and service["spec"]["resources"] == {"limits": {"nvidia.com/gpu": 2}}  # per node
+    assert service["spec"]["multiNode"]["computeDomain"]["name"].startswith("big-")
+    result = gpuc("render", root, "-o", tmp_path / "out", "--crds", REFERENCE, "--require-crds")
+    assert result.code == 0, result.err
+    explain = gpuc("explain", root, "trainer").out
+    assert "nvidia.com/gpu" in explain
+
+
+def test_device_plugin_channels_beside_dra_gpus_are_refused_with_the_reason(fleet):
+    pools = [GB200_PLUGIN, {"name": "h100", "nodes": 1, "gpu": {"model": "H100-80GB", "count": 8}}]
+    trainer = workload_doc("trainer", "research", gpu={"count": 4, "multiNode": {"nodes": 2}, "require": {"productName": "NVIDIA GB200"}})
+    result = gpuc("validate", fleet(clusters=[cluster_doc(pools=pools)], workloads={"w.yaml": [trainer]}))
+    assert result.code == 1  # a plan finding: the cluster cannot serve it as it is
+    assert "needs the DRA driver with GPUs off, but pools h100 allocate GPUs through DRA" in result.err

@@ -71,6 +71,8 @@ def _cluster_entry(compiled: CompiledCluster, plan: WorkloadPlan, key: str) -> d
         "minMemorySelector": floor_text(plan.min_memory) if plan.min_memory else None,
         "claim": {"kind": claim.kind, "name": claim.name, "namespace": claim.namespace, "requests": list(claim.requests)} if claim else None,
         "computeDomainChannel": compiled.channels.get(key),
+        # GPUs from the device plugin, the channel through DRA: what the pods put in resources.limits
+        "devicePluginGpus": (plan.gpus or 1) if plan.device_plugin else None,
         "sizing": sizing_lines(plan.sizing) if plan.sizing and not plan.alternatives else None,
         "cache": plan.cache.lines() if plan.cache else None,
         "alternatives": [{"alternative": a.index + 1, "gpusPerReplica": a.gpus,
@@ -118,8 +120,12 @@ def explain_text(data: dict[str, Any]) -> str:
             lines.append(f"claim: {cl['kind']} {cl['namespace']}/{cl['name']} (requests: {', '.join(cl['requests'])})")
             field = "resourceClaimTemplateName" if cl["kind"] == "ResourceClaimTemplate" else "resourceClaimName"
             lines.append(f"  pods attach it with spec.resourceClaims: [{{name: gpu, {field}: {cl['name']}}}]")
+        if c["devicePluginGpus"]:
+            lines.append(f"GPUs from the device plugin (the pool is allocation: devicePlugin): pods request "
+                         f"resources.limits nvidia.com/gpu: {c['devicePluginGpus']}; only the ComputeDomain channel comes through DRA")
         if c["computeDomainChannel"]:
-            lines.append(f"  and the ComputeDomain channel: {{name: channel, resourceClaimTemplateName: {c['computeDomainChannel']}}}")
+            lines.append(f"  {'and ' if c['claim'] else ''}the ComputeDomain channel: "
+                         f"{{name: channel, resourceClaimTemplateName: {c['computeDomainChannel']}}}")
         lines.append("objects:")
         lines.extend(f"  {o}" for o in c["objects"])
     return "\n".join(lines) + "\n"

@@ -51,7 +51,8 @@ def lower_cluster(plan: ClusterPlan, fleet: Fleet) -> CompiledCluster:
             compiled.objects.append(lower_device_class(cluster, cls))
     compiled.objects.extend(extended_resource_classes(cluster))
 
-    claim_objects, refs = lower_claims(cluster, plans)
+    # a workload whose GPUs come from the device plugin has no GPU claim: only its ComputeDomain channel is DRA's
+    claim_objects, refs = lower_claims(cluster, [p for p in plans if not p.device_plugin])
     compiled.objects.extend(claim_objects)
     compiled.claims = refs
     for p in plans:
@@ -62,7 +63,7 @@ def lower_cluster(plan: ClusterPlan, fleet: Fleet) -> CompiledCluster:
             compiled.channels[f"{p.namespace}/{p.name}"] = channel
             cd_name = cd.name
         if p.workload.spec.model is not None:
-            compiled.objects.extend(nim_objects(p, refs[f"{p.namespace}/{p.name}"], cd_name))
+            compiled.objects.extend(nim_objects(p, refs.get(f"{p.namespace}/{p.name}"), cd_name))
 
     compiled.objects.sort(key=lambda o: o.sort_key())
     compiled.releases.sort(key=lambda r: r.name)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..facts.driver import config_api_version
-from ..facts.platform import nim_operator
+from ..facts.platform import gpu_operator, nim_operator
 from ..load.yaml_source import SourceDoc
 from ..plan import WorkloadPlan
 from ..validate.documents import Intent
@@ -54,7 +54,8 @@ def _image(image: str) -> tuple[str, str]:
     return repository, tag
 
 
-def nim_objects(plan: WorkloadPlan, claim: ClaimRef, compute_domain_name: str | None) -> list[KubeObject]:
+def nim_objects(plan: WorkloadPlan, claim: ClaimRef | None, compute_domain_name: str | None) -> list[KubeObject]:
+    """NIMCache and NIMService; without `claim` the GPUs come from the device plugin (resources.limits)."""
     w = plan.workload
     model = w.spec.model
     assert model is not None
@@ -91,14 +92,16 @@ def nim_objects(plan: WorkloadPlan, claim: ClaimRef, compute_domain_name: str | 
     image: dict[str, Any] = {"repository": repository, "tag": tag, "pullPolicy": "IfNotPresent"}
     if w.spec.secrets.image_pull:
         image["pullSecrets"] = [w.spec.secrets.image_pull]
-    dra = ({"resourceClaimTemplateName": claim.name} if claim.kind == "ResourceClaimTemplate"
-           else {"resourceClaimName": claim.name})
+    gpus: dict[str, Any] = (
+        {"draResources": [{"resourceClaimTemplateName": claim.name} if claim.kind == "ResourceClaimTemplate"
+                          else {"resourceClaimName": claim.name}]} if claim is not None
+        else {"resources": {"limits": {gpu_operator()["deviceResource"]: plan.gpus or 1}}})
     spec: dict[str, Any] = {
         "image": image,
         "authSecret": w.spec.secrets.ngc_api_key,
         "storage": {"nimCache": {"name": plan.name, "profile": ""}},
         "replicas": w.spec.replicas,
-        "draResources": [dra],
+        **gpus,
         "expose": {"service": {"type": w.spec.expose.type, "port": w.spec.expose.port}},
     }
     tolerate = tolerations(m.pool for m in plan.matches if m.ok)

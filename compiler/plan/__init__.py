@@ -47,6 +47,12 @@ class WorkloadPlan:
     cache: CacheSize | None = None  # the NIMCache volume of a model
 
     @property
+    def device_plugin(self) -> bool:
+        """Its GPUs come from the device plugin (nvidia.com/gpu limits), only its ComputeDomain channel from DRA."""
+        serving = [m for m in self.matches if m.ok]
+        return bool(serving) and all(not m.pool.dra for m in serving)
+
+    @property
     def workload(self) -> GpuWorkload:
         return self.intent.model
 
@@ -89,6 +95,7 @@ def plan_workload(cluster: ResolvedCluster, intent: Intent[GpuWorkload], fleet: 
         reasons = "; ".join(f"{m.pool.name}: {m.reason}" for m in matches)
         findings.add(intent.error(("spec", "gpu"), f"no node pool of cluster '{cluster.name}' can serve this workload ({reasons})",
                                   "relax gpu.require, or add a matching pool to the cluster"))
+    _check_channel_only(intent, cluster, serving, findings)
     group = w.share_group
     if gpu.alternatives is not None:
         return _plan_alternatives(cluster, intent, fleet, findings, shared_with)
@@ -128,6 +135,25 @@ def plan_workload(cluster: ResolvedCluster, intent: Intent[GpuWorkload], fleet: 
                                   "a pod's claims are allocated on one node; use multiNode for more"))
     domain = gpu.multi_node is not None and _multi_node_nvlink(intent, cluster, serving, findings)
     return WorkloadPlan(intent, matches, count, sizing, min_memory, group, compute_domain=domain)
+
+
+def _check_channel_only(intent: Intent[GpuWorkload], cluster: ResolvedCluster, serving: list[PoolMatch], findings: Findings) -> None:
+    """GPUs on the device plugin with channels through DRA need the DRA driver with GPUs off: one kubelet plugin
+    serves a node, so a cluster that also hands out GPUs through DRA cannot run both on its device-plugin nodes."""
+    plugin = [m.pool.name for m in serving if not m.pool.dra]
+    if not plugin:
+        return
+    if any(m.pool.dra for m in serving):
+        findings.add(intent.error(("spec", "gpu"), f"pools {', '.join(m.pool.name for m in serving)} of cluster '{cluster.name}' "
+                                  "serve this multi-node workload, some through DRA and some through the device plugin",
+                                  "narrow gpu.require to one kind of pool (e.g. productName)"))
+    elif cluster.dra_pools:
+        findings.add(intent.error(("spec", "gpu"), f"pool {plugin[0]} of cluster '{cluster.name}' is on the device plugin, so this "
+                                  "multi-node workload would take its GPUs as nvidia.com/gpu and only its ComputeDomain channel "
+                                  f"through DRA; that needs the DRA driver with GPUs off, but pools "
+                                  f"{', '.join(p.name for p in cluster.dra_pools)} allocate GPUs through DRA",
+                                  f"move pool {plugin[0]} to allocation: dra, or run this workload on a cluster whose GPUs all stay on "
+                                  "the device plugin"))
 
 
 def _multi_node_nvlink(intent: Intent[GpuWorkload], cluster: ResolvedCluster, serving: list[PoolMatch], findings: Findings) -> bool:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ..facts.catalog import host_defaults
 from ..validate.intents import GpuWorkload, Require
-from ..validate.resolved import ResolvedCluster, ResolvedPool
+from ..validate.resolved import ResolvedCluster, ResolvedPool, channel_only
 from ..validate.types import normalize_version
 
 
@@ -56,7 +56,10 @@ def match_pools(cluster: ResolvedCluster, workload: GpuWorkload, class_require: 
     for pool in cluster.pools:
         reason = ""
         if not pool.dra:
-            reason = "allocated by the device plugin"
+            # a multi-node NVLink pool on the device plugin still gets its IMEX channels through DRA (the
+            # driver with GPUs off and ComputeDomains on): whole GPUs as nvidia.com/gpu, nothing finer
+            if not channel_only(pool, gpu):
+                reason = "allocated by the device plugin"
         elif gpu.mig is not None:
             missing = [s.profile for s in gpu.mig.slices if s.profile not in pool.mig_profiles]
             if missing:

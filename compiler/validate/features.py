@@ -39,7 +39,7 @@ def cluster_features(cluster: ResolvedCluster, workloads: list[GpuWorkload]) -> 
         fabric=any(w.spec.gpu.fabric is not None for w in workloads),
         # ComputeDomains run only on multi-node NVLink pools (plan: WorkloadPlan.compute_domain)
         compute_domains=any(w.spec.gpu.multi_node is not None for w in workloads)
-        and any(p.gpu.multi_node_nvlink for p in cluster.dra_pools),
+        and any(p.gpu.multi_node_nvlink for p in cluster.pools),  # device-plugin pools too: channels come through DRA
         dynamic_mig=any(p.mig_dynamic for p in cluster.dra_pools),
         gpu_resources=bool(cluster.dra_pools),
         fractional=any(w.spec.gpu.fractional for w in workloads),

@@ -7,6 +7,7 @@ re-parsing version strings or re-looking-up the catalog.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..facts.catalog import GpuModel
 from ..facts.driver import DriverLine
@@ -74,3 +75,11 @@ class ResolvedCluster:
     @property
     def mixed_allocation(self) -> bool:
         return any(p.dra for p in self.pools) and any(not p.dra for p in self.pools)
+
+
+def channel_only(pool: ResolvedPool, gpu: Any) -> bool:
+    """A multi-node workload on a device-plugin pool of multi-node NVLink GPUs: GPUs as nvidia.com/gpu limits,
+    the ComputeDomain channel through DRA (no MIG, sharing, fractions, partitions or alternatives there)."""
+    return (not pool.dra and gpu.multi_node is not None and pool.gpu.multi_node_nvlink and gpu.mig is None
+            and not gpu.fractional and gpu.fabric is None and gpu.alternatives is None
+            and (gpu.sharing is None or gpu.sharing == "Exclusive"))

@@ -8,7 +8,7 @@ from ...facts.mig import fit_on_model
 from ...facts.platform import nim_operator, version_tuple
 from ..documents import Fleet, Intent, target_clusters
 from ..intents import GpuWorkload
-from ..resolved import ResolvedCluster
+from ..resolved import ResolvedCluster, channel_only
 from .classes import check_cluster_refs, check_require
 
 
@@ -143,9 +143,10 @@ def _check_on_cluster(w: Intent[GpuWorkload], cluster: ResolvedCluster, findings
     spec = w.model.spec
     gpu = spec.gpu
     cname = cluster.name
-    if not cluster.dra_pools:
+    if not cluster.dra_pools and not any(channel_only(p, gpu) for p in cluster.pools):
         findings.add(w.error(("spec", "clusters"), f"cluster '{cname}' has no node pool with allocation: dra",
-                             "add a DRA pool to the cluster, or target another cluster"))
+                             "add a DRA pool to the cluster, or target another cluster (a multi-node workload can also run "
+                             "on device-plugin pools of multi-node NVLink GPUs, GB200/GB300, with its channel through DRA)"))
         return
     if spec.model is not None:
         nim = nim_operator()
