@@ -69,7 +69,8 @@ def test_null_chart_values_drop_a_default_as_in_helm(fleet, tmp_path):
     assert "'controler' is not a value of chart" in gpuc("validate", wrong).err  # null does not excuse a typo
 
 
-GB200_PLUGIN = {"name": "gb200", "nodes": 4, "gpu": {"model": "GB200-186GB", "count": 4}, "allocation": "devicePlugin"}
+GB200_PLUGIN = {"name": "gb200", "nodes": 4, "gpu": {"model": "GB200-186GB", "count": 4}, "allocation": "devicePlugin",
+                "taints": [GKE_TAINT]}
 
 
 def test_compute_domains_while_gpus_stay_on_the_device_plugin(fleet, tmp_path):
@@ -82,11 +83,14 @@ def test_compute_domains_while_gpus_stay_on_the_device_plugin(fleet, tmp_path):
     values = release(compiled, "dra-driver").values
     assert values["resources"] == {"gpus": {"enabled": False}, "computeDomains": {"enabled": True}}
     assert "gpuResourcesEnabledOverride" not in values
+    # the kubelet plugin serves the channels on the tainted GB200 nodes, and the NIM lands there too
+    assert values["kubeletPlugin"]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}]
     assert sorted(d["metadata"]["name"].split("-")[0] for d in objects_of(compiled, "ComputeDomain")) == ["big", "trainer"]
     assert objects_of(compiled, "ResourceClaimTemplate") == []  # no GPU claim: the device plugin hands out the GPUs
     (service,) = objects_of(compiled, "NIMService")
     assert "draResources" not in service["spec"] and service["spec"]["resources"] == {"limits": {"nvidia.com/gpu": 2}}  # per node
     assert service["spec"]["multiNode"]["computeDomain"]["name"].startswith("big-")
+    assert service["spec"]["tolerations"] == values["kubeletPlugin"]["tolerations"]
     result = gpuc("render", root, "-o", tmp_path / "out", "--crds", REFERENCE, "--require-crds")
     assert result.code == 0, result.err
     explain = gpuc("explain", root, "trainer").out
@@ -99,3 +103,36 @@ def test_device_plugin_channels_beside_dra_gpus_are_refused_with_the_reason(flee
     result = gpuc("validate", fleet(clusters=[cluster_doc(pools=pools)], workloads={"w.yaml": [trainer]}))
     assert result.code == 1  # a plan finding: the cluster cannot serve it as it is
     assert "needs the DRA driver with GPUs off, but pools h100 allocate GPUs through DRA" in result.err
+
+
+def test_the_seed_fleet_renders(fleet, tmp_path):
+    """Both patterns in one fleet: GB200 on the device plugin running a multi-node job, tainted H100s serving a NIM."""
+    gb = cluster_doc("gb", pools=[GB200_PLUGIN])
+    gke = cluster_doc("gke", pools=[{"name": "h100", "nodes": 2, "gpu": {"model": "H100-80GB", "count": 8}, "taints": [GKE_TAINT]}])
+    trainer = workload_doc("trainer", "research", clusters=["gb"], gpu={"count": 4, "multiNode": {"nodes": 2}})
+    chat = workload_doc("chat", "serving", clusters=["gke"], model=nim_model("8B"), secrets=NIM_SECRETS, gpu={"count": 1})
+    root = fleet(clusters=[gb, gke], workloads={"w.yaml": [trainer, chat]})
+    result = gpuc("render", root, "-o", tmp_path / "out", "--crds", REFERENCE, "--require-crds")
+    assert result.code == 0, result.err
+    gb_values = yaml.safe_load((tmp_path / "out" / "gb" / "values" / "nvidia-dra-driver-gpu.yaml").read_text())
+    assert gb_values["resources"]["computeDomains"]["enabled"] is True and gb_values["kubeletPlugin"]["tolerations"]
+    assert list((tmp_path / "out" / "gb").glob("*computedomain-research-trainer-*.yaml"))
+    service = yaml.safe_load(next((tmp_path / "out" / "gke").glob("*nimservice-serving-chat.yaml")).read_text())
+    assert {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"} in service["spec"]["tolerations"]
+
+
+def test_a_standalone_device_plugin_gets_the_affinity_that_keeps_it_off_dra_nodes(fleet, tmp_path):
+    pools = [{"name": "h100", "nodes": 1, "gpu": {"model": "H100-80GB", "count": 8}},
+             {"name": "l4", "nodes": 1, "gpu": {"model": "L4-24GB", "count": 4}, "allocation": "devicePlugin"}]
+    root = fleet(clusters=[cluster_doc(pools=pools, gpuOperator={"mode": "none"})])
+    result = gpuc("render", root, "-o", tmp_path / "out")
+    assert result.code == 0 and "values/nvidia-device-plugin.yaml" in result.err  # the mode-none warning points at it
+    path = tmp_path / "out" / "c1" / "values" / "nvidia-device-plugin.yaml"
+    terms = yaml.safe_load(path.read_text())["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert [t["matchExpressions"][0]["key"] for t in terms] == [
+        "feature.node.kubernetes.io/pci-10de.present", "feature.node.kubernetes.io/cpu-model.vendor_id", "nvidia.com/gpu.present"]
+    assert all(t["matchExpressions"][1] == {"key": "nvidia.com/gpu.dra", "operator": "NotIn", "values": ["true"]} for t in terms)
+    labels = yaml.safe_load((tmp_path / "out" / "c1" / "node-labels.yaml").read_text())
+    assert labels["h100"]["nvidia.com/gpu.dra"] == "true" and "nvidia.com/gpu.dra" not in labels["l4"]
+    helm = compile_single(fleet(clusters=[cluster_doc(pools=pools)]))
+    assert helm.advice == {}  # the GPU Operator's own device plugin honours its deploy label

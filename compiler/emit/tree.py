@@ -44,6 +44,11 @@ def cluster_files(compiled: CompiledCluster) -> dict[str, str]:
         header = (f"{MARKER}\n# Helm values for release {release.name} in namespace {release.namespace}:\n"
                   f"# chart {chart.name} {chart.version} from {chart.repository}\n")
         files[values_file(release)] = header + dump(release.values)
+    for name, values in sorted(compiled.advice.items()):
+        files[name] = (f"{MARKER}\n# Not deployed by gpuc (gpuOperator.mode none): set these values on the release you run, e.g.\n"
+                       "#   helm upgrade nvidia-device-plugin nvdp/nvidia-device-plugin --reuse-values -f nvidia-device-plugin.yaml\n"
+                       "# so the device plugin stays off the nodes whose GPUs the DRA driver hands out (label nvidia.com/gpu.dra).\n"
+                       + dump(values))
     labels = {pool: labels for pool, labels in compiled.node_labels.items()}
     files["node-labels.yaml"] = (
         f"{MARKER}\n# Labels each node pool's nodes must carry. Pools that list nodeNames get them as Node patches\n"

@@ -12,7 +12,7 @@ from .claims import lower_claims
 from .dra_driver import lower_dra_driver
 from .extended_resources import extended_resource_classes
 from .graph import CompiledCluster, HelmRelease, Wave
-from .node_config import lower_node_config
+from .node_config import DEVICE_PLUGIN_VALUES, device_plugin_values, lower_node_config
 from .workload_objects import compute_domain, lower_device_class, namespace_object, nim_objects
 
 RESERVED_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease"}
@@ -31,6 +31,8 @@ def lower_cluster(plan: ClusterPlan, fleet: Fleet) -> CompiledCluster:
     compiled.releases.extend(releases)
     compiled.objects.extend(objects)
     compiled.node_labels = labels
+    if cluster.spec.gpu_operator.mode == "none" and cluster.dra_pools:
+        compiled.advice[DEVICE_PLUGIN_VALUES] = device_plugin_values(cluster)
     if cluster.spec.nim_operator is not None:
         facts = nim_operator()
         op = cluster.spec.nim_operator

@@ -48,7 +48,10 @@ def driver_values(cluster: ResolvedCluster, features: ClusterFeatures) -> dict[s
     plugin: dict[str, Any] = {}
     if cluster.mixed_allocation:
         plugin["nodeSelector"] = {gpu_operator()["draNodeLabel"]: "true"}
-    tolerate = tolerations(cluster.dra_pools)
+    # where the kubelet plugin must run: the DRA pools, and the multi-node NVLink pools whose ComputeDomain
+    # channels it serves while their GPUs stay on the device plugin
+    served = [p for p in cluster.pools if p.dra or (features.compute_domains and p.gpu.multi_node_nvlink)]
+    tolerate = tolerations(served)
     if tolerate:  # the chart's kubelet plugin tolerates nothing: on tainted GPU nodes it would never run
         plugin["tolerations"] = tolerate
     if plugin:

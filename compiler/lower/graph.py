@@ -120,6 +120,9 @@ class CompiledCluster:
     # Operator in gpuCluster mode): what decides the devices it publishes
     driver_values: dict[str, Any] = field(default_factory=dict)
     channels: dict[str, str] = field(default_factory=dict)  # "ns/workload" -> ComputeDomain channel template
+    # chart values for releases gpuc does not deploy but the cluster needs set (file name -> values), e.g. the
+    # standalone device plugin's affinity with gpuOperator.mode none
+    advice: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:

@@ -118,6 +118,18 @@ def gpu_cluster_values(cluster: ResolvedCluster, driver_values: dict[str, Any]) 
             "hostPaths": {"driverInstallDir": cluster.spec.dra_driver.nvidia_driver_root}, **operand_tolerations(cluster)}
 
 
+DEVICE_PLUGIN_VALUES = "values/nvidia-device-plugin.yaml"
+
+
+def device_plugin_values(cluster: ResolvedCluster) -> dict[str, Any]:
+    """Values for a standalone NVIDIA device plugin release that keep it off the DRA pools' nodes: each of the
+    chart's default affinity terms also requires the node not to carry the DRA label gpuc sets on DRA pools."""
+    facts = gpu_operator()
+    off_dra = {"key": facts["draNodeLabel"], "operator": "NotIn", "values": ["true"]}
+    terms = [{"matchExpressions": [term, off_dra]} for term in facts["devicePluginChart"]["nodeSelectorTerms"]]
+    return {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}}
+
+
 def lower_node_config(cluster: ResolvedCluster, driver_values: dict[str, Any]
                       ) -> tuple[list[HelmRelease], list[KubeObject], dict[str, dict[str, str]]]:
     facts = gpu_operator()
