@@ -136,3 +136,28 @@ def test_a_standalone_device_plugin_gets_the_affinity_that_keeps_it_off_dra_node
     assert labels["h100"]["nvidia.com/gpu.dra"] == "true" and "nvidia.com/gpu.dra" not in labels["l4"]
     helm = compile_single(fleet(clusters=[cluster_doc(pools=pools)]))
     assert helm.advice == {}  # the GPU Operator's own device plugin honours its deploy label
+
+
+MIG_POOL = {"name": "a100", "nodes": 1, "gpu": {"model": "A100-80GB", "count": 8}, "mig": {"layout": "all-balanced"}}
+TWO_SLICES = {"mig": {"slices": [{"profile": "3g.40gb"}, {"profile": "1g.10gb"}]}}
+
+
+def test_a_nim_names_the_claim_requests_it_uses(fleet, monkeypatch):
+    def nim(**model):
+        return workload_doc("guard", "serving", model=nim_model("1B", **model), secrets=NIM_SECRETS, gpu=TWO_SLICES)
+
+    whole = fleet(clusters=[cluster_doc(pools=[MIG_POOL])], workloads={"w.yaml": [nim()]})
+    monkeypatch.chdir(whole)
+    result = gpuc("validate", ".")
+    assert result.code == 0
+    assert ("workloads/w.yaml:13: warning: spec.gpu: NIMService serving/guard spec.draResources[0]: the NIM's container gets every "
+            "device of the claim's 2 requests (mig-3g-40gb, mig-1g-10gb)") in result.err
+    assert "hint: name the requests the model uses in model.requests" in result.err
+    one = fleet(clusters=[cluster_doc(pools=[MIG_POOL])], workloads={"w.yaml": [nim(requests=["mig-3g-40gb"])]})
+    compiled = compile_single(one)
+    (service,) = objects_of(compiled, "NIMService")
+    assert service["spec"]["draResources"][0]["requests"] == ["mig-3g-40gb"]
+    idle = gpuc("validate", one)
+    assert idle.code == 0 and "the claim's request(s) mig-1g-10gb are allocated but no container of the NIM gets their devices" in idle.err
+    wrong = gpuc("validate", fleet(clusters=[cluster_doc(pools=[MIG_POOL])], workloads={"w.yaml": [nim(requests=["mig-3g40gb"])]}))
+    assert wrong.code == 1 and "spec.model.requests[0]" in wrong.err and "has no request 'mig-3g40gb'" in wrong.err

@@ -16,6 +16,7 @@ from .dra_limits import check_dra_limits
 from .driver_config import check_driver_configs
 from .metadata import check_metadata
 from .model import Checker, CheckOptions, ClusterContext, Finding
+from .nim_requests import check_nim_requests
 from .objects import check_objects
 from .report import to_diagnostic
 from .selectors import check_selectors
@@ -26,7 +27,8 @@ def check_device_selectors(ctx: ClusterContext) -> list[Diagnostic]:
     return check_selectors(ctx.compiled, ctx.device_inventory())
 
 
-CHECKERS: list[Checker] = [check_objects, check_metadata, check_dra_limits, check_driver_configs, check_device_selectors]
+CHECKERS: list[Checker] = [check_objects, check_metadata, check_dra_limits, check_driver_configs, check_device_selectors,
+                           check_nim_requests]
 
 
 def check_cluster(ctx: ClusterContext, checkers: list[Checker] | None = None) -> list[Diagnostic]:

@@ -92,10 +92,12 @@ def nim_objects(plan: WorkloadPlan, claim: ClaimRef | None, compute_domain_name:
     image: dict[str, Any] = {"repository": repository, "tag": tag, "pullPolicy": "IfNotPresent"}
     if w.spec.secrets.image_pull:
         image["pullSecrets"] = [w.spec.secrets.image_pull]
-    gpus: dict[str, Any] = (
-        {"draResources": [{"resourceClaimTemplateName": claim.name} if claim.kind == "ResourceClaimTemplate"
-                          else {"resourceClaimName": claim.name}]} if claim is not None
-        else {"resources": {"limits": {gpu_operator()["deviceResource"]: plan.gpus or 1}}})
+    dra: dict[str, Any] = ({"resourceClaimTemplateName": claim.name} if claim is not None and claim.kind == "ResourceClaimTemplate"
+                           else {"resourceClaimName": claim.name} if claim is not None else {})
+    if model.requests:
+        dra["requests"] = list(model.requests)
+    gpus: dict[str, Any] = ({"draResources": [dra]} if claim is not None
+                            else {"resources": {"limits": {gpu_operator()["deviceResource"]: plan.gpus or 1}}})
     spec: dict[str, Any] = {
         "image": image,
         "authSecret": w.spec.secrets.ngc_api_key,
@@ -131,6 +133,7 @@ SERVICE_SOURCES = {
     "spec.authSecret": ("spec.secrets.ngcApiKey", "spec.secrets"),
     "spec.replicas": ("spec.replicas", "spec.model"),
     "spec.draResources": ("spec.gpu", "spec.model"),
+    "spec.draResources[0].requests": ("spec.model.requests", "spec.model"),
     "spec.expose": ("spec.expose", "spec.model"),
     "spec.expose.service.port": ("spec.expose.port", "spec.expose"),
     "spec.expose.service.type": ("spec.expose.type", "spec.expose"),

@@ -164,6 +164,9 @@ class ModelSpec(Model):
     context_length: int = Field(8192, ge=128, le=2_097_152)
     concurrency: int = Field(1, ge=1, le=4096)
     engine: str | None = None
+    requests: list[DnsLabel] | None = Field(
+        None, min_length=1, description="the requests of the workload's claim the model container gets (NIMService "
+                                        "draResources[].requests; default: the whole claim), e.g. [mig-3g-40gb]")
 
 
 class TimeSlicing(Model):
