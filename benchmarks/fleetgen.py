@@ -140,6 +140,7 @@ def plan_workload(j: int, rng: random.Random) -> dict:
         spec["model"] = {"image": NIM_IMAGES[0], "parameters": "8B", "precision": rng.choice(["bf16", "fp8"]),
                          "contextLength": 8192, "concurrency": rng.choice([1, 4, 8])}
         spec["secrets"] = {"ngcApiKey": "ngc-api-secret", "imagePull": "ngc-secret"}
+        spec["cache"] = {"accessMode": "ReadWriteMany"}  # replicas may land on several nodes
         gpu = {"count": "auto", "require": {"architecture": ["Hopper"]}}
     elif kind == "mig":
         gpu = {"mig": {"slices": rng.choice([[{"profile": "1g.10gb"}], [{"profile": "2g.20gb"}],
@@ -173,7 +174,8 @@ def generate_plan(out: Path, nodes: int, pods: int, seed: int) -> None:
             "draDriver": {"version": "25.12.0", "nvidiaDriverRoot": "/run/nvidia/driver"},
             "gpuOperator": {"mode": "helm", "version": "v25.10.1"}, "nimOperator": {"version": "3.1.2"},
             "nodePools": pools,
-            "gitops": {"repoURL": "https://git.example.com/fleet.git", "path": "rendered/big", "destination": {"name": "big"}}}
+            "gitops": {"repoURL": "https://git.example.com/fleet.git", "path": "rendered/big", "destination": {"name": "big"}},
+            "acknowledge": [{"warning": "unchecked-crds", "reason": "benchmark fleet"}]}
     (out / "clusters").mkdir(parents=True, exist_ok=True)
     (out / "clusters" / "big.yaml").write_text(yaml.safe_dump(
         {"apiVersion": "gpuc.dev/v1alpha1", "kind": "Cluster", "metadata": {"name": "big"}, "spec": spec}, sort_keys=False))
