@@ -298,3 +298,14 @@ def test_the_export_command_names_every_kind_gpuc_reads():
 
     listed = STATUS_EXPORT.split()[2].split(",")
     assert sorted(listed) == sorted(k.plural for k in state_kinds() if not k.managed_only)
+
+
+def test_an_object_no_api_server_would_return_is_a_warning_not_a_crash(cluster, tmp_path):
+    root, compiled = cluster
+    items = copy.deepcopy(healthy(compiled))
+    _node(items, "h100-0")["status"]["allocatable"] = "lots"
+    _find(items, "ComputeDomain")["status"]["nodes"] = "two"  # read around: not a list of nodes
+    code, report = status(root, items, tmp_path)
+    broken = [f for f in report["checks"] if "this check cannot read" in f["message"]]
+    assert [(f["check"], f["level"]) for f in broken] == [("device-plugin", "warn")]
+    assert levels(report, "compute-domains")[0][0] == "ok"

@@ -10,26 +10,30 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..lower.graph import KubeObject
-from .model import ClusterContext, Finding
+from .model import ClusterContext, Finding, value_at
 
 
 def _requests(template: KubeObject) -> list[str]:
-    spec = template.manifest.get("spec", {})
-    spec = spec.get("spec", spec) if template.kind == "ResourceClaimTemplate" else spec
-    return [r.get("name", "") for r in (spec.get("devices") or {}).get("requests") or []]
+    spec = value_at(template.manifest, ("spec", "spec") if template.kind == "ResourceClaimTemplate" else ("spec",))
+    requests = value_at(spec, ("devices", "requests")) if isinstance(spec, dict) else None
+    return [str(r.get("name")) for r in requests if isinstance(r, dict)] if isinstance(requests, list) else []
 
 
 def check_nim_requests(ctx: ClusterContext) -> Iterable[Finding]:
+    """Damaged objects (another check reports them) are skipped, never crashed on."""
     claims = {(o.kind, o.namespace, o.name): o for o in ctx.objects if o.kind in ("ResourceClaim", "ResourceClaimTemplate")}
     for service in (o for o in ctx.objects if o.kind == "NIMService"):
-        for i, entry in enumerate(service.manifest["spec"].get("draResources") or []):
+        entries = value_at(service.manifest, ("spec", "draResources"))
+        for i, entry in enumerate(entries if isinstance(entries, list) else []):
+            if not isinstance(entry, dict):
+                continue
             kind = "ResourceClaimTemplate" if "resourceClaimTemplateName" in entry else "ResourceClaim"
-            claim = claims.get((kind, service.namespace, entry.get("resourceClaimTemplateName") or entry.get("resourceClaimName")))
+            claim = claims.get((kind, service.namespace, str(entry.get("resourceClaimTemplateName") or entry.get("resourceClaimName"))))
             if claim is None:
                 continue
             have = _requests(claim)
             named = entry.get("requests")
-            if named:
+            if isinstance(named, list) and named:
                 for j, name in enumerate(named):
                     if name not in have:
                         yield Finding(service, ("spec", "draResources", i, "requests", j),

@@ -19,10 +19,14 @@ from .model import LEVELS, Finding, StatusReport
 
 def cluster_status(compiled: CompiledCluster, state: ClusterState, plan: AllocationPlan | None) -> StatusReport:
     ctx = StatusContext(compiled, state)
-    for check in (*platform.CHECKS, *workloads.CHECKS):
-        check(ctx)
-    workloads.placement(ctx, plan)
-    drift(ctx)
+    for check in (*platform.CHECKS, *workloads.CHECKS, lambda c: workloads.placement(c, plan), drift):
+        try:
+            check(ctx)
+        except (AttributeError, TypeError, KeyError, ValueError, IndexError) as exc:
+            # an object shaped unlike anything an API server returns (a hand-edited export): say so, go on
+            name = getattr(check, "__name__", "placement").replace("_", "-")
+            ctx.add(name, "warn", f"the cluster state has an object this check cannot read ({type(exc).__name__}: {exc})",
+                    "export the objects again with `kubectl get ... -o yaml` instead of editing them")
     return StatusReport(compiled.name, state.display, ctx.findings)
 
 
