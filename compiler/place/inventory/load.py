@@ -335,7 +335,8 @@ def load_slices(source: str | Path | ClusterState, cluster: ResolvedCluster,
         warnings.append(Diagnostic(state.display, 0, "(nodes)",
                                    f"{len(strangers)} node(s) belong to no node pool of cluster '{cluster.name}': {shown}",
                                    "list them in the pool's nodePools[].nodeNames (or name them <pool>-<i>) so their GPUs "
-                                   "count towards that pool", "warning"))
+                                   "count towards that pool; a node whose GPUs report the product of exactly one pool "
+                                   "without nodeNames is placed in it by itself", "warning"))
     inventory.warnings = tuple(warnings)
     return inventory
 
