@@ -410,7 +410,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     from .pipeline import diff_fleet
 
     diff = diff_fleet(Path(args.fleet), args.base, args.cluster, CheckOptions(tuple(Path(d) for d in args.crds or ())),
-                      state=_state(args))
+                      state=_state(args), store=_cache(args))
     gated = sorted(set(args.fail_on) & diff.conditions())
     print(as_json(diff, gated) if args.output == "json" else markdown(diff, gated), end="" if args.output != "json" else "\n")
     for condition in gated:
@@ -476,6 +476,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--allow-replace", action="store_true",
                        help="accept changes to immutable fields gpuc knows how to replace (reported as warnings)")
 
+    def add_cache(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--no-cache", action="store_true", help="build every cluster, neither reading nor writing the cache")
+        p.add_argument("--cache-dir", metavar="DIR", help="where the incremental build keeps what it knows "
+                                                          "(default: $GPUC_CACHE_DIR, else $XDG_CACHE_HOME/gpuc)")
+
     def add_state(p: argparse.ArgumentParser) -> None:
         p.add_argument("--state", action="append", metavar="FILE",
                        help="the running cluster as `kubectl get resourceslices,resourceclaims,deviceclasses,nodes -A -o yaml` "
@@ -497,9 +502,7 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("-o", "--out", required=True, help="output directory (one sub-directory per cluster)")
     render.add_argument("--cluster", help="render only this cluster")
     add_checks(render)
-    render.add_argument("--no-cache", action="store_true", help="build every cluster, neither reading nor writing the cache")
-    render.add_argument("--cache-dir", metavar="DIR", help="where the incremental build keeps what it knows "
-                                                           "(default: $GPUC_CACHE_DIR, else $XDG_CACHE_HOME/gpuc)")
+    add_cache(render)
     render.add_argument("--allow-infeasible", action="store_true",
                         help="render even when some pods cannot be placed on the cluster's devices")
     add_state(render)
@@ -523,6 +526,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="exit 1 when the diff has any of these conditions (comma-separated, repeatable): "
                            "any, replacement, gpu-increase, infeasible, cluster-removed")
     add_state(diff)
+    add_cache(diff)
     status = add("status", cmd_status, "check the running cluster against the fleet: DRA served, DeviceClasses, CDI, "
                                         "ResourceSlices, device plugin, claims, NIM, ComputeDomains, MIG, drift. "
                                         f"Export every kind it reads with `{STATUS_EXPORT}` "

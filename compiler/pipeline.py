@@ -16,14 +16,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cache.keys import digest
+from .cache.keys import digest, scan
+from .cache.plan import BuildPlan, Settings, safe_plan
+from .cache.store import CacheStore
 from .check.gate import ClusterOutcome, CompiledFleet, OutputRejected
 from .check.model import NO_PREVIOUS, CheckOptions, ClusterContext, PreviousObjects
 from .check.placement import check_placement
 from .check.run import check_cluster, cluster_catalog
 from .check.status import Finding, StatusReport, cluster_status
 from .diagnostics import Diagnostic, Findings, InputError
-from .emit.diff.compare import FleetDiff, compare
+from .emit.diff.compare import ClusterDiff, FleetDiff, compare
 from .emit.previous import PreviousTree
 from .emit.tree import cluster_files
 from .load.fleet import FleetFiles, load_fleet
@@ -220,18 +222,65 @@ def _about(fleet: Fleet, cluster: str, warnings: list[Diagnostic]) -> list[Diagn
 
 
 def diff_fleet(fleet: Path, base_ref: str, only: str | None = None, checks: CheckOptions | None = None,
-               state: ClusterState | None = None) -> FleetDiff:
+               state: ClusterState | None = None, store: CacheStore | None = None) -> FleetDiff:
     """Compile the fleet at `base_ref` (read from git) and as it is now, place and check both sides, and
     compare them; with `state`, both sides are placed on the running cluster, next to what its claims hold.
     Bad input now is an error (exit 2); a base that does not compile is reported, so that a pull request
-    fixing a broken base branch can still be reviewed."""
+    fixing a broken base branch can still be reviewed. With the incremental build's `store`, a cluster whose
+    inputs are the same on both sides and that the cache knows renders cleanly is reported unchanged without
+    being compiled on either side (its output is a function of those inputs)."""
     options = CompileOptions(only=only, checks=checks or CheckOptions(), detail=True, missing_ok=True, state=state)
-    head = compile_fleet(fleet, options)
-    base, problems, commit = _compile_base(fleet, base_ref, options)
-    if only is not None and not problems and only not in head.fleet.clusters and (base is None or only not in base.fleet.clusters):
+    with tempfile.TemporaryDirectory(prefix="gpuc-base-") as tmp:
+        base_dir = Path(tmp) / "fleet"
+        existed, commit = materialize(fleet, base_ref, base_dir)
+        same, head_needs, base_needs = _same_on_both_sides(fleet, base_dir if existed else None, options, store)
+        head = _compile_side(fleet, options, same, head_needs)
+        base, problems = (None, []) if not existed else _compile_base(base_dir, base_ref, options, same, base_needs)
+    if (only is not None and only not in same and not problems and only not in head.fleet.clusters
+            and (base is None or only not in base.fleet.clusters)):
         raise InputError([Diagnostic(str(fleet), 0, "--cluster", f"no cluster named '{only}' in the fleet, now or at {base_ref}",
                                      f"clusters: {', '.join(sorted(head.fleet.clusters)) or '(none)'}")])
-    return dataclasses.replace(compare(base, head, base_ref, problems), commit=commit)
+    diff = compare(base, head, base_ref, problems)
+    cached = [ClusterDiff(name, "unchanged", feasible=(True, True)) for name in same]
+    return dataclasses.replace(diff, commit=commit, clusters=sorted(diff.clusters + cached, key=lambda c: c.name))
+
+
+def _same_on_both_sides(head: Path, base: Path | None, options: CompileOptions, store: CacheStore | None
+                        ) -> tuple[set[str], set[str] | None, set[str] | None]:
+    """The clusters with the same key at base and head that the cache has an entry for, and the files each
+    side must still read for the others (None: read everything)."""
+    if store is None or base is None:
+        return set(), None, None
+    checks = options.checks
+    settings = Settings.of(options.only, checks.require_crds, checks.allow_replace, options.allow_infeasible, options.state,
+                           tuple(checks.crds))
+    now, then = safe_plan(head, settings, store, None), safe_plan(base, settings, store, None)
+    if now is None or then is None or now.full or then.full:
+        return set(), None, None
+    same = {n for n in now.hits if then.keys.get(n) == now.keys[n]}
+
+    def needs(plan: BuildPlan) -> set[str]:
+        return set(plan.needs["*classes*"]).union(*(files for name, files in plan.needs.items() if name in plan.keys and name not in same))
+
+    return same, needs(now), needs(then)
+
+
+def _compile_side(fleet: Path, options: CompileOptions, same: set[str], needs: set[str] | None) -> CompiledFleet:
+    if not same or needs is None:
+        return compile_fleet(fleet, options)
+    return compile_fleet(load(fleet, options.jobs, select=needs.__contains__),
+                         dataclasses.replace(options, subset=frozenset(options.subset or _all_clusters(fleet)) - same))
+
+
+def _all_clusters(fleet: Path) -> set[str]:
+    """Every cluster name the fleet's cluster files declare (a subset must name them; validation checks them)."""
+    from .load.fleet import yaml_files
+
+    names = set()
+    for path in yaml_files(fleet / "clusters", recursive=False):
+        for doc in scan(path.read_bytes()) or []:
+            names.add(doc.name)
+    return names
 
 
 def status_cluster(source: str | os.PathLike[str], cluster: str, state: ClusterState, checks: CheckOptions | None = None) -> StatusReport:
@@ -253,18 +302,13 @@ def status_cluster(source: str | os.PathLike[str], cluster: str, state: ClusterS
     return report
 
 
-def _compile_base(fleet: Path, ref: str, options: CompileOptions) -> tuple[CompiledFleet | None, list[Diagnostic], str]:
-    """The fleet at `ref` and the commit it names: None when the fleet did not exist there; with its input
-    errors when it does not compile."""
-    with tempfile.TemporaryDirectory(prefix="gpuc-base-") as tmp:
-        base_dir = Path(tmp) / "fleet"
-        existed, commit = materialize(fleet, ref, base_dir)
-        if not existed:
-            return None, [], commit
-        try:
-            return compile_fleet(base_dir, options), [], commit
-        except InputError as exc:
-            return None, [_at_base(d, ref) for d in exc.diagnostics], commit
+def _compile_base(base_dir: Path, ref: str, options: CompileOptions, same: set[str], needs: set[str] | None
+                  ) -> tuple[CompiledFleet | None, list[Diagnostic]]:
+    """The fleet at `ref`, materialized in `base_dir`; with its input errors when it does not compile."""
+    try:
+        return _compile_side(base_dir, options, same, needs), []
+    except InputError as exc:
+        return None, [_at_base(d, ref) for d in exc.diagnostics]
 
 
 def _at_base(d: Diagnostic, ref: str) -> Diagnostic:

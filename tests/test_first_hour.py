@@ -87,7 +87,7 @@ def test_a_crash_is_exit_2_with_one_line_never_1(fleet, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("git exploded")
 
-    monkeypatch.setattr(compiler.pipeline, "compile_fleet", broken)
+    monkeypatch.setattr(compiler.pipeline, "materialize", broken)
     root = fleet()
     result = gpuc("diff", root, "--base", "HEAD", "--fail-on", "any")
     assert result.code == 2

@@ -138,3 +138,35 @@ def test_a_change_of_gpuc_itself_misses_every_cluster(setup, monkeypatch):
     before = set(entries(cache))
     render(fleet, out)
     assert len(set(entries(cache)) - before) == 4  # four new keys: nothing was taken from the old ones
+
+
+def test_diff_reports_clusters_with_the_same_inputs_unchanged_without_compiling_them(tmp_path, monkeypatch):
+    import subprocess
+
+    import compiler.pipeline
+
+    from conftest import cluster_doc, workload_doc, write_fleet
+
+    repo = tmp_path / "repo"
+    fleet = write_fleet(repo / "fleet", [cluster_doc("a"), cluster_doc("b")],
+                        {"a.yaml": [workload_doc("wa", clusters=["a"], replicas=1, gpu={"count": 1})],
+                         "b.yaml": [workload_doc("wb", clusters=["b"], gpu={"count": 1})]})
+    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q", "-b", "main"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], cwd=repo, check=True)
+    render(fleet, tmp_path / "out")  # what CI's render of main leaves in the cache
+    (fleet / "workloads" / "a.yaml").write_text((fleet / "workloads" / "a.yaml").read_text().replace("replicas: 1", "replicas: 2"))
+    built: list[str] = []
+    real = compiler.pipeline.compile_cluster
+    monkeypatch.setattr(compiler.pipeline, "compile_cluster", lambda cluster, f: built.append(cluster.name) or real(cluster, f))
+    cached = gpuc("diff", fleet, "--base", "HEAD", "--output", "json")
+    assert cached.code == 0, cached.err
+    assert sorted(built) == ["a", "a"]  # base and head of the changed cluster; b not at all
+    report = {c["cluster"]: c for c in json.loads(cached.out)["clusters"]}
+    assert report["b"]["status"] == "unchanged" and report["b"]["feasible"] == {"before": True, "after": True}
+    assert report["a"]["status"] == "changed"
+    built.clear()
+    full = gpuc("diff", fleet, "--base", "HEAD", "--no-cache")
+    assert sorted(built) == ["a", "a", "b", "b"]
+    assert full.out == gpuc("diff", fleet, "--base", "HEAD").out  # the Markdown is the same either way
