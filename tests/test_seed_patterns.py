@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import yaml
 
 from conftest import NIM_SECRETS, REFERENCE, cluster_doc, compile_single, gpuc, nim_model, objects_of, workload_doc
@@ -161,3 +163,37 @@ def test_a_nim_names_the_claim_requests_it_uses(fleet, monkeypatch):
     assert idle.code == 0 and "the claim's request(s) mig-1g-10gb are allocated but no container of the NIM gets their devices" in idle.err
     wrong = gpuc("validate", fleet(clusters=[cluster_doc(pools=[MIG_POOL])], workloads={"w.yaml": [nim(requests=["mig-3g40gb"])]}))
     assert wrong.code == 1 and "spec.model.requests[0]" in wrong.err and "has no request 'mig-3g40gb'" in wrong.err
+
+
+NIC_POOL = {"name": "h100", "nodes": 2, "gpu": {"model": "H100-80GB", "count": 8},
+            "nics": {"driver": "rdma.nvidia.com", "deviceClass": "rdma.nvidia.com", "count": 4}}
+
+
+def test_a_gpu_and_an_rdma_nic_on_one_pcie_root(fleet, tmp_path):
+    """The WG deck's pattern: one GPU and a NIC of another DRA driver on the same PCIe root."""
+    job = workload_doc("allreduce", "research", replicas=4, gpu={"count": 1, "nics": 1})
+    root = fleet(clusters=[cluster_doc(pools=[NIC_POOL])], workloads={"w.yaml": [job]})
+    compiled = compile_single(root)
+    (template,) = objects_of(compiled, "ResourceClaimTemplate")
+    devices = template["spec"]["spec"]["devices"]
+    assert [r["name"] for r in devices["requests"]] == ["gpu", "nic"]
+    assert devices["requests"][1]["exactly"] == {"deviceClassName": "rdma.nvidia.com", "allocationMode": "ExactCount", "count": 1}
+    assert devices["constraints"] == [{"requests": ["gpu", "nic"], "matchAttribute": "resource.kubernetes.io/pcieRoot"}]
+    plan = json.loads(gpuc("plan", root, "--output", "json").out)["clusters"][0]
+    assert plan["feasible"]
+    pods = plan["pods"]
+    assert len(pods) == 4 and all(len(p["claims"][0]["devices"]) == 2 for p in pods)
+    # 4 NICs per node, one per two GPUs' root: eight pods would not fit two nodes, four do
+    assert gpuc("render", root, "-o", tmp_path / "out").code == 0
+    many = fleet(clusters=[cluster_doc(pools=[NIC_POOL])], workloads={"w.yaml": [workload_doc("allreduce", "research", replicas=9,
+                                                                                                  gpu={"count": 1, "nics": 1})]})
+    assert gpuc("plan", many).code == 1  # 8 NICs in the cluster: the ninth pod finds no NIC on its GPU's root
+
+
+def test_nic_alignment_needs_one_gpu_and_a_pool_with_nics(fleet):
+    wide = workload_doc("wide", "research", gpu={"count": 2, "nics": 2})
+    result = gpuc("validate", fleet(clusters=[cluster_doc(pools=[NIC_POOL])], workloads={"w.yaml": [wide]}))
+    assert result.code == 1 and "spec.gpu.nics" in result.err and "use gpu.count: 1" in result.err
+    bare = workload_doc("bare", "research", gpu={"count": 1, "nics": 1})
+    result = gpuc("validate", fleet(workloads={"w.yaml": [bare]}))
+    assert "declares no NICs (nodePools[].nics)" in result.err

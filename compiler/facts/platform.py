@@ -157,6 +157,11 @@ class StateKind:
     managed_only: bool  # list only what gpuc manages (app.kubernetes.io/managed-by=gpuc)
 
 
+def standard_attribute(name: str) -> str:
+    """A fully qualified standard device attribute (kubernetes.yaml standardAttributes)."""
+    return str(load_table("kubernetes")["standardAttributes"][name])
+
+
 def state_kinds() -> tuple[StateKind, ...]:
     """The kinds gpuc reads of a running cluster (kubernetes.yaml clusterState)."""
     return tuple(StateKind(k["group"], k["kind"], k["plural"], bool(k.get("managedOnly")))

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..facts.driver import builtin_class_for, config_api_version
-from ..plan import AlternativePlan, WorkloadPlan
+from ..facts.platform import standard_attribute
+from ..plan import AlternativePlan, WorkloadPlan, nic_class
 from ..plan.sizing import floor_text
 from ..validate.intents import GpuRequest
 from ..validate.resolved import ResolvedCluster
@@ -21,6 +22,8 @@ from . import selectors as sel
 from .graph import KubeObject, Wave
 from .meta import WORKLOAD, Sources, hashed_name, make_object, prefixed
 
+NIC_REQUEST = "nic"
+PCIE_ROOT = standard_attribute("pcieRoot")
 
 @dataclass(frozen=True)
 class ClaimRef:
@@ -189,7 +192,11 @@ def claim_spec(plan: WorkloadPlan, cluster: ResolvedCluster) -> tuple[dict[str, 
 def claim_spec_with_sources(plan: WorkloadPlan, cluster: ResolvedCluster) -> tuple[dict[str, Any], list[str], Sources]:
     """claim_spec, and which intent field produced each part of it (relative to the claim spec)."""
     gpu = plan.workload.spec.gpu
-    reqs = requests_for(plan)
+    gpu_reqs = requests_for(plan)
+    nic = nic_class(plan)
+    # NICs of another driver on the GPU's PCIe root (the WG's GPU + RDMA NIC alignment)
+    reqs = gpu_reqs + ([Request(NIC_REQUEST, nic, gpu.nics or 1, (), {"deviceClassName": ("spec.gpu.nics",), "count": ("spec.gpu.nics",)},
+                                ("spec.gpu.nics",))] if nic is not None else [])
     devices: dict[str, Any] = {"requests": [_request_manifest(r, cluster.api.flat_requests) for r in reqs]}
     sources: Sources = {"devices.requests": ("spec.gpu.mig.slices", "spec.gpu")}
     for i, r in enumerate(reqs):
@@ -198,12 +205,15 @@ def claim_spec_with_sources(plan: WorkloadPlan, cluster: ResolvedCluster) -> tup
             sources.update(prefixed(f"devices.requests[{i}].firstAvailable[{j}]", a.sources))
         body = f"devices.requests[{i}]" + ("" if cluster.api.flat_requests else ".exactly")
         sources.update(prefixed(body, r.sources))
-    cons = constraints(plan, cluster, reqs)
+    cons = constraints(plan, cluster, gpu_reqs)
+    if nic is not None:
+        cons.append({"requests": [r.name for r in reqs], "matchAttribute": PCIE_ROOT})
     if cons:
         devices["constraints"] = cons
         sources["devices.constraints"] = (("spec.gpu.mig.sameGpu", "spec.gpu.mig") if gpu.mig is not None
+                                          else ("spec.gpu.nics",) if nic is not None
                                           else ("spec.gpu.fabric.partitionSize", "spec.gpu.fabric"))
-    config = opaque_config(plan, cluster, [r.name for r in reqs])
+    config = opaque_config(plan, cluster, [r.name for r in gpu_reqs])  # the GPU driver's config is for its own requests
     if config:
         devices["config"] = config
         sources["devices.config"] = ("spec.gpu.sharing", "spec.gpu")

@@ -96,6 +96,7 @@ def plan_workload(cluster: ResolvedCluster, intent: Intent[GpuWorkload], fleet: 
         findings.add(intent.error(("spec", "gpu"), f"no node pool of cluster '{cluster.name}' can serve this workload ({reasons})",
                                   "relax gpu.require, or add a matching pool to the cluster"))
     _check_channel_only(intent, cluster, serving, findings)
+    _check_nics(intent, serving, findings)
     group = w.share_group
     if gpu.alternatives is not None:
         return _plan_alternatives(cluster, intent, fleet, findings, shared_with)
@@ -135,6 +136,29 @@ def plan_workload(cluster: ResolvedCluster, intent: Intent[GpuWorkload], fleet: 
                                   "a pod's claims are allocated on one node; use multiNode for more"))
     domain = gpu.multi_node is not None and _multi_node_nvlink(intent, cluster, serving, findings)
     return WorkloadPlan(intent, matches, count, sizing, min_memory, group, compute_domain=domain)
+
+
+def _check_nics(intent: Intent[GpuWorkload], serving: list[PoolMatch], findings: Findings) -> None:
+    """One NIC request aligned with one GPU by matchAttribute pcieRoot: every device of a claim's constrained
+    requests must share the value, so more GPUs than one would all need one root (which no server has)."""
+    gpu = intent.model.spec.gpu
+    if gpu.nics is None:
+        return
+    if gpu.count != 1 or gpu.mig is not None or gpu.alternatives is not None or gpu.multi_node is not None or gpu.shared:
+        findings.add(intent.error(("spec", "gpu", "nics"), "NIC alignment pairs a pod's one GPU with NICs on its PCIe root "
+                                  "(matchAttribute resource.kubernetes.io/pcieRoot over every device of the claim)",
+                                  "use gpu.count: 1 with an exclusive whole GPU; for more GPUs, run one pod per GPU"))
+    classes = {m.pool.spec.nics.device_class for m in serving if m.pool.spec.nics is not None}
+    if len(classes) > 1:
+        findings.add(intent.error(("spec", "gpu", "nics"), f"the serving pools name different NIC classes ({', '.join(sorted(classes))})",
+                                  "narrow gpu.require to pools with one NIC class"))
+
+
+def nic_class(plan: WorkloadPlan) -> str | None:
+    """The DeviceClass of the NICs a workload aligns with its GPU (its serving pools agree on it)."""
+    if plan.workload.spec.gpu.nics is None:
+        return None
+    return next((m.pool.spec.nics.device_class for m in plan.matches if m.ok and m.pool.spec.nics is not None), None)
 
 
 def _check_channel_only(intent: Intent[GpuWorkload], cluster: ResolvedCluster, serving: list[PoolMatch], findings: Findings) -> None:

@@ -78,6 +78,14 @@ class Taint(Model):
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(description="taint effect")
 
 
+class PoolNics(Model):
+    """NICs the pool's nodes publish through another DRA driver (an RDMA NIC driver), for GPU + NIC alignment."""
+
+    driver: DnsSubdomain = Field(description="the NIC DRA driver's name (its ResourceSlices' spec.driver)")
+    device_class: DnsSubdomain = Field(description="the DeviceClass that driver's chart creates for these NICs")
+    count: int = Field(ge=1, le=16, description="NICs per node, spread evenly over the GPUs' PCIe roots")
+
+
 class NodePool(Model):
     name: DnsLabel
     nodes: int = Field(ge=1, le=100_000)
@@ -91,6 +99,7 @@ class NodePool(Model):
     extended_resource: bool = Field(
         False, description="serve device-plugin style pods (resources.limits nvidia.com/gpu, nvidia.com/mig-<profile>) "
                            "from this DRA pool through DRA extended resources (Kubernetes 1.34+, GA in 1.37)")
+    nics: PoolNics | None = Field(None, description="NICs of another DRA driver on the pool's nodes, for gpu.nics alignment")
     taints: list[Taint] = Field(default_factory=list, description="taints the pool's nodes carry: gpuc derives the tolerations of "
                                                                   "the DRA kubelet plugin, the GPU Operator operands and the NIMServices")
 
@@ -244,6 +253,8 @@ class GpuRequest(Model):
     mig: MigMix | None = None
     fabric: Fabric | None = None
     multi_node: MultiNode | None = None
+    nics: int | None = Field(None, ge=1, le=8, description="RDMA NICs per pod on the same PCIe root as its GPU (count: 1); the "
+                                                         "serving pools declare them in nodePools[].nics")
 
     @field_validator("count", mode="before")
     @classmethod

@@ -64,6 +64,10 @@ def device_classes(compiled: CompiledCluster, chart_values: dict[str, Any]) -> d
             except ClaimError:
                 continue  # a class the API server would refuse does not exist for the allocator either
             classes[cls.name] = cls
+    for pool in compiled.cluster.dra_pools:  # another driver's NIC class: taken to select that driver's devices
+        if pool.spec.nics is not None:
+            classes.setdefault(pool.spec.nics.device_class, DeviceClass(pool.spec.nics.device_class,
+                                                                        (f'device.driver == "{pool.spec.nics.driver}"',)))
     return classes
 
 

@@ -30,7 +30,7 @@ from ...facts.driver import (
     static_mig_memory_slice,
 )
 from ...facts.mig import fit_mix
-from ...facts.platform import SliceLayout, slice_layout
+from ...facts.platform import SliceLayout, slice_layout, standard_attribute
 from ...validate.resolved import ResolvedCluster, ResolvedPool
 from ...validate.types import normalize_version
 from .codec import decode_attribute, qualify
@@ -432,9 +432,21 @@ def _compute_domain_devices(templates: Iterator[int]) -> tuple[str, CdDevices]:
                     for name, attrs in devices.items()]
 
 
-def _compute_domain_slice(node: str, driver: str, devices: CdDevices) -> ResourceSlice:
+def _alike_slice(node: str, driver: str, devices: CdDevices) -> ResourceSlice:
+    """One node's slice of devices alike on every node (the compute-domain plugin's, a NIC driver's)."""
     return ResourceSlice(f"{node}-{driver}-0", driver, node, 1, 1,
                          [Device(name, driver, attrs, {}, template=number) for name, attrs, number in devices], node_name=node)
+
+
+def _nic_devices(pool: ResolvedPool, templates: Iterator[int]) -> tuple[str, CdDevices]:
+    """A pool's NICs (another driver's devices) as that driver would publish them: NIC i on the PCIe root of
+    GPU i x gpus/nics, the standard attribute a claim aligns GPU and NIC on; alike on every node."""
+    nics = pool.spec.nics
+    assert nics is not None
+    roots = host_defaults()["pcieRoots"]
+    gpus = pool.spec.gpu.count
+    domain, _, name = standard_attribute("pcieRoot").rpartition("/")
+    return nics.driver, [(f"nic-{i}", {domain: {name: roots[i * gpus // nics.count]}}, next(templates)) for i in range(nics.count)]
 
 
 def node_names(pool: ResolvedPool) -> list[str]:
@@ -455,6 +467,7 @@ def synthesize(cluster: ResolvedCluster, chart_values: dict[str, Any],
         builder = _Builder(cluster, pool, setup, templates) if setup.gpus else None
         labels = tuple(sorted((node_labels or {}).get(pool.name, {}).items()))
         packing: Packing | None = None
+        nic_driver, nics = _nic_devices(pool, templates) if pool.spec.nics is not None else ("", [])
         for node in node_names(pool):
             nodes.append(NodeInfo(node, pool.name, labels))
             if builder is not None:
@@ -463,5 +476,7 @@ def synthesize(cluster: ResolvedCluster, chart_values: dict[str, Any],
                     packing = _packing(groups, layout)
                 slices.extend(_pack(node, groups, packing))
             if setup.compute_domains:
-                slices.append(_compute_domain_slice(node, cd_driver, cd_devices))
+                slices.append(_alike_slice(node, cd_driver, cd_devices))
+            if nics:
+                slices.append(_alike_slice(node, nic_driver, nics))
     return build_inventory(cluster.name, SYNTHESIZED, cluster.api.api_version, slices, nodes, varying=_VARYING)
