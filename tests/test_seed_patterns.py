@@ -197,3 +197,31 @@ def test_nic_alignment_needs_one_gpu_and_a_pool_with_nics(fleet):
     bare = workload_doc("bare", "research", gpu={"count": 1, "nics": 1})
     result = gpuc("validate", fleet(workloads={"w.yaml": [bare]}))
     assert "declares no NICs (nodePools[].nics)" in result.err
+
+
+def test_a_gpu_outside_the_catalog_renders_from_the_slices_the_cluster_publishes(fleet, tmp_path):
+    import kubectl
+
+    product = "NVIDIA GH200 480GB"
+    pools = [{"name": "gh", "nodes": 2, "gpu": {"model": product, "count": 1}}]
+    root = fleet(clusters=[cluster_doc(pools=pools)], workloads={"w.yaml": [workload_doc("llm", replicas=2, gpu={"count": 1})]})
+    unknown = gpuc("validate", root)
+    assert unknown.code == 2 and f"unknown GPU model '{product}'" in unknown.err
+    assert "pass the cluster's ResourceSlices with --state and name the model by the productName" in unknown.err
+
+    def gpu_slice(node: str) -> dict:
+        device = {"name": "gpu-0", "attributes": {
+            "productName": {"string": product}, "architecture": {"string": "Hopper"}, "type": {"string": "gpu"},
+            "brand": {"string": "Nvidia"}, "cudaComputeCapability": {"version": "9.0.0"}, "driverVersion": {"version": "570.124.6"},
+            "uuid": {"string": f"GPU-{node}"}}, "capacity": {"memory": {"value": "97871Mi"}}}
+        return kubectl.obj("resource.k8s.io/v1", "ResourceSlice", f"{node}-gpu.nvidia.com-x1", manager="gpu-kubelet-plugin", spec={
+            "driver": "gpu.nvidia.com", "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": [device]})
+
+    state = tmp_path / "state.yaml"
+    state.write_text(kubectl.yaml_export([gpu_slice("gh-0"), gpu_slice("gh-1")]))
+    result = gpuc("render", root, "-o", tmp_path / "out", "--cluster", "c1", "--state", state)
+    assert result.code == 0, result.err
+    plan = json.loads(gpuc("plan", root, "--cluster", "c1", "--state", state, "--output", "json").out)["clusters"][0]
+    assert sorted(p["node"] for p in plan["pods"]) == ["gh-0", "gh-1"]
+    assert list((tmp_path / "out" / "c1").glob("3-resourceclaimtemplate-team-llm-gpu-*.yaml"))

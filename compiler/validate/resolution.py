@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..diagnostics import Findings, did_you_mean, one_of
 from ..facts import catalog
+from ..facts.catalog import GpuModel
 from ..facts.driver import capability, gates, parse_driver_version
 from ..facts.mig import fit_mix
 from ..facts.platform import dra_gate_note, dra_gates, parse_kubernetes_version
@@ -17,12 +18,13 @@ from .intents import Cluster
 from .resolved import ResolvedCluster, ResolvedPool
 
 
-def resolve_clusters(fleet: Fleet, findings: Findings) -> dict[str, ResolvedCluster]:
-    """The clusters' own rules, and each valid cluster resolved: all that compiling a cluster needs."""
+def resolve_clusters(fleet: Fleet, findings: Findings, extra_models: dict[str, GpuModel] | None = None) -> dict[str, ResolvedCluster]:
+    """The clusters' own rules, and each valid cluster resolved: all that compiling a cluster needs.
+    `extra_models`: GPUs outside the catalog that a running cluster's slices describe (validate.state_models)."""
     clusters: dict[str, ResolvedCluster] = {}
     for name, intent in fleet.clusters.items():
         _check_paths(intent, fleet, findings)
-        resolved = resolve_cluster(intent, findings)
+        resolved = resolve_cluster(intent, findings, extra_models or {})
         if resolved is not None:
             clusters[name] = resolved
     return clusters
@@ -49,7 +51,7 @@ def _check_paths(intent: Intent[Cluster], fleet: Fleet, findings: Findings) -> N
         findings.add(intent.error(("spec", "crds"), f"directory '{crds}' does not exist in the fleet",
                                   "create it with the CRD YAMLs of the operators this cluster runs, or drop spec.crds"))
 
-def resolve_cluster(intent: Intent[Cluster], findings: Findings) -> ResolvedCluster | None:
+def resolve_cluster(intent: Intent[Cluster], findings: Findings, extra_models: dict[str, GpuModel] | None = None) -> ResolvedCluster | None:
     spec = intent.model.spec
     ok = True
     try:
@@ -86,7 +88,7 @@ def resolve_cluster(intent: Intent[Cluster], findings: Findings) -> ResolvedClus
         if pool.node_names is not None and len(pool.node_names) != pool.nodes:
             findings.add(intent.error(path + ("nodeNames",), f"lists {len(pool.node_names)} names for {pool.nodes} nodes",
                                       "list one name per node, or drop nodeNames"))
-        resolved = _resolve_pool(intent, pool, index, line if ok else None, api if ok else None, findings)
+        resolved = _resolve_pool(intent, pool, index, line if ok else None, api if ok else None, findings, extra_models or {})
         if resolved is None:
             ok = False
         else:
@@ -110,12 +112,15 @@ def resolve_cluster(intent: Intent[Cluster], findings: Findings) -> ResolvedClus
     return ResolvedCluster(intent, api, line, tuple(pools))
 
 
-def _resolve_pool(intent, pool, index, line, api, findings) -> ResolvedPool | None:
+def _resolve_pool(intent, pool, index, line, api, findings, extra_models: dict[str, GpuModel]) -> ResolvedPool | None:
     path = ("spec", "nodePools", index)
-    models = catalog.gpu_models()
+    models = {**catalog.gpu_models(), **extra_models}
     if pool.gpu.model not in models:
         findings.add(intent.error(path + ("gpu", "model"), f"unknown GPU model '{pool.gpu.model}'",
-                                  did_you_mean(pool.gpu.model, models) or f"catalog models: {', '.join(models)}"))
+                                  did_you_mean(pool.gpu.model, models) or
+                                  f"catalog models: {', '.join(catalog.gpu_models())} (`gpuc catalog`); for a GPU outside the "
+                                  "catalog, pass the cluster's ResourceSlices with --state and name the model by the productName "
+                                  "they publish"))
         return None
     gpu = models[pool.gpu.model]
     if pool.nvlink:
