@@ -309,3 +309,12 @@ def test_an_object_no_api_server_would_return_is_a_warning_not_a_crash(cluster, 
     broken = [f for f in report["checks"] if "this check cannot read" in f["message"]]
     assert [(f["check"], f["level"]) for f in broken] == [("device-plugin", "warn")]
     assert levels(report, "compute-domains")[0][0] == "ok"
+
+
+def test_nodes_gpuc_only_patches_are_not_missing_objects_and_no_slices_means_no_placement_verdict(tmp_path):
+    pools = [{"name": "h100", "nodes": 2, "gpu": {"model": "H100-80GB", "count": 8}, "nodeNames": ["gpu-a", "gpu-b"]}]
+    root = write_fleet(tmp_path / "fleet", [cluster_doc(pools=pools)], {"w.yaml": [workload_doc("llm", gpu={"count": 1})]})
+    code, report = status(root, [kubectl.node("gpu-a", {"nvidia.com/gpu.dra": "true"})], tmp_path)
+    assert ("warn", "1 object(s) gpuc patches do not exist in the cluster: Node gpu-b") in levels(report, "drift")
+    assert not any("not in the cluster" in m for _, m in levels(report, "drift"))
+    assert [lv for lv, _ in levels(report, "placement")] == ["skip"]  # planned on synthesized devices: no verdict

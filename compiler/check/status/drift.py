@@ -52,7 +52,9 @@ def _value(doc: Any, path: tuple) -> Any:
 def drift(ctx: StatusContext) -> None:
     rendered = set()
     unexported: set[str] = set()
-    missing, changed, same = [], 0, 0
+    missing: list[str] = []
+    absent: list[str] = []  # objects gpuc only patches (Nodes, a ClusterPolicy another tool installs): they must exist
+    changed, same = 0, 0
     for obj in ctx.compiled.sorted_objects():
         group = obj.api_version.rpartition("/")[0]
         rendered.add((group, obj.kind, obj.namespace, obj.name))
@@ -62,7 +64,7 @@ def drift(ctx: StatusContext) -> None:
         live = ctx.state.get(group, obj.kind, obj.namespace, obj.name)
         label = f"{obj.kind} {obj.namespace + '/' if obj.namespace else ''}{obj.name}"
         if live is None:
-            missing.append(label)
+            (absent if obj.patch else missing).append(label)
             continue
         paths = list(differences(_compared(obj.manifest), live.raw))
         if not paths:
@@ -77,6 +79,10 @@ def drift(ctx: StatusContext) -> None:
     if missing:
         ctx.add("drift", "fail", f"{len(missing)} object(s) gpuc renders are not in the cluster: {names(missing)}",
                 "sync the cluster's Argo CD application (or `pulumi up`)")
+    if absent:
+        ctx.add("drift", "warn", f"{len(absent)} object(s) gpuc patches do not exist in the cluster: {names(absent)}",
+                "a Node listed in nodePools[].nodeNames that is not in the cluster (renamed, scaled in): fix nodeNames; a "
+                "ClusterPolicy: install the GPU Operator first (gpuOperator.mode patch patches an existing one)")
     orphans = [o for o in ctx.state.objects if (o.metadata.get("labels") or {}).get(MANAGED_BY) == "gpuc"
                and not o.metadata.get("ownerReferences") and o.key not in rendered]
     if orphans:

@@ -128,6 +128,9 @@ def compute_domains(ctx: StatusContext) -> None:
 def placement(ctx: StatusContext, plan: AllocationPlan | None) -> None:
     if plan is None or not plan.pods:
         return
+    if plan.inventory == "synthesized":
+        ctx.skip("placement", "ResourceSlices")  # planned on the devices the intents describe, not the cluster's
+        return
     if plan.feasible:
         ctx.add("placement", "ok", f"all {len(plan.pods)} pod(s) of the fleet fit the devices of the running cluster")
         return
