@@ -318,3 +318,10 @@ def test_nodes_gpuc_only_patches_are_not_missing_objects_and_no_slices_means_no_
     assert ("warn", "1 object(s) gpuc patches do not exist in the cluster: Node gpu-b") in levels(report, "drift")
     assert not any("not in the cluster" in m for _, m in levels(report, "drift"))
     assert [lv for lv, _ in levels(report, "placement")] == ["skip"]  # planned on synthesized devices: no verdict
+
+
+def test_mig_pools_without_nodes_in_the_state_are_a_skip_not_silence(cluster, tmp_path):
+    root, compiled = cluster
+    items = [i for i in healthy(compiled) if not (i["kind"] == "Node" and i["metadata"]["name"].startswith("a100"))]
+    _, report = status(root, items, tmp_path)
+    assert levels(report, "mig-config") == [("skip", "no node of the MIG pools (a100) is in the cluster state")]

@@ -242,6 +242,9 @@ def mig_config(ctx: StatusContext) -> None:
                 "wait for the MIG Manager (it drains GPU pods and may reboot); check again")
     if done and not (wrong or failed or waiting):
         ctx.add("mig-config", "ok", f"the MIG layout is applied on the {done} node(s) of the MIG pools")
+    if not (done or wrong or failed or waiting):
+        ctx.add("mig-config", "skip", f"no node of the MIG pools ({', '.join(sorted(pools))}) is in the cluster state",
+                "export every GPU node (`kubectl get nodes -o yaml`), or list the pools' nodes in nodePools[].nodeNames")
 
 
 def device_taints(ctx: StatusContext) -> None:
