@@ -237,8 +237,9 @@ def cmd_render(args: argparse.Namespace) -> int:
         # clusters the cache has are linked from it unchanged
         options = CompileOptions(only=args.cluster, checks=_checks(args), previous=out, allow_infeasible=args.allow_infeasible,
                                  keep=False, jobs=args.jobs, state=state)
-        built, plan = compile_cached(Path(args.fleet), options, store, out, write=functools.partial(stage_cluster, out, staging),
-                                     built=_built_progress(), planned=lambda: planned)
+        plan = planned
+        built = compile_cached(Path(args.fleet), options, plan, write=functools.partial(stage_cluster, out, staging),
+                               built=_built_progress())
         built.raise_if_failed()
         kept = tuple(plan.hits) if plan is not None else ()  # already in out/ exactly as they would be written
         trees = {c.name: c.paths for c in built.clusters.values()}

@@ -21,7 +21,7 @@ import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
-from .cache.plan import BuildPlan, Settings, listing, safe_plan
+from .cache.plan import BuildPlan, listing
 from .cache.store import CacheStore, Entry
 from .check.gate import ClusterOutcome, CompiledFleet
 from .diagnostics import Diagnostic
@@ -30,34 +30,21 @@ from .pipeline import CompileOptions, Write, compile_fleet
 from .runner import load
 from .validate.documents import Fleet
 
-Planned = BuildPlan | None
 
-
-def settings(options: CompileOptions) -> Settings:
-    """What of the options a cluster's output or findings depend on (the jobs count does not)."""
-    checks = options.checks
-    return Settings.of(options.only, checks.require_crds, checks.allow_replace, options.allow_infeasible, options.state,
-                       tuple(checks.crds))
-
-
-def compile_cached(root: Path, options: CompileOptions, store: CacheStore | None, tree: Path | None,
-                   write: Write | None = None, built: Callable[[int, int], None] | None = None,
-                   planned: Planned | Callable[[], Planned] = None) -> tuple[CompiledFleet, BuildPlan | None]:
-    """compile_fleet, with the clusters the cache has taken from it: their output is already in `tree`,
-    exactly as a build would write it, so `write` is called only for the clusters built (see BuildPlan.hits).
-    `planned` is the plan (or how to get it) when the caller made it already (see cli.cmd_render)."""
-    plan = planned() if callable(planned) else planned
-    if plan is None and store is not None and not callable(planned):
-        plan = safe_plan(root, settings(options), store, tree)
+def compile_cached(root: Path, options: CompileOptions, plan: BuildPlan | None, write: Write | None = None,
+                   built: Callable[[int, int], None] | None = None) -> CompiledFleet:
+    """compile_fleet, with the clusters `plan` (cache.plan.safe_plan; None: no cache) found in the cache taken
+    from it: their output is already on disk exactly as a build would write it, so `write` is called only for
+    the clusters built."""
     if plan is None or plan.full or not plan.hits:
-        options = dataclasses.replace(options, digests=store is not None and (plan is None or not plan.full))
-        return compile_fleet(load(root, options.jobs), options, write=write, built=built), plan
+        options = dataclasses.replace(options, digests=plan is not None and not plan.full)
+        return compile_fleet(load(root, options.jobs), options, write=write, built=built)
     misses = plan.misses
     outcomes: dict[str, ClusterOutcome] = {}
     warnings: set[Diagnostic] = set()
     fleet = Fleet(root)
     if misses:
-        needed = set(plan.needs["*classes*"]).union(*(plan.needs[m] for m in misses))
+        needed = set(plan.class_files).union(*(plan.needs[m] for m in misses))
         partial = compile_fleet(load(root, options.jobs, select=needed.__contains__),
                                 dataclasses.replace(options, subset=frozenset(misses), digests=True), write=write, built=built)
         fleet, warnings = partial.fleet, set(partial.warnings)
@@ -72,7 +59,7 @@ def compile_cached(root: Path, options: CompileOptions, store: CacheStore | None
                                         paths=sorted(entry.files))
         warnings.update(entry.warnings)
     ordered = {name: outcomes[name] for name in plan.order if name in outcomes}
-    return CompiledFleet(fleet, ordered, sorted(warnings)), plan
+    return CompiledFleet(fleet, ordered, sorted(warnings))
 
 
 def remember(store: CacheStore, root: Path, plan: BuildPlan | None, built: CompiledFleet, tree: Path | None) -> None:

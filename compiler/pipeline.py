@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cache.keys import digest, scan
+from .cache.keys import digest
 from .cache.plan import BuildPlan, Settings, safe_plan
 from .cache.store import CacheStore
 from .check.gate import ClusterOutcome, CompiledFleet, OutputRejected
@@ -234,9 +234,9 @@ def diff_fleet(fleet: Path, base_ref: str, only: str | None = None, checks: Chec
     with tempfile.TemporaryDirectory(prefix="gpuc-base-") as tmp:
         base_dir = Path(tmp) / "fleet"
         existed, commit = materialize(fleet, base_ref, base_dir)
-        same, head_needs, base_needs = _same_on_both_sides(fleet, base_dir if existed else None, options, store)
-        head = _compile_side(fleet, options, same, head_needs)
-        base, problems = (None, []) if not existed else _compile_base(base_dir, base_ref, options, same, base_needs)
+        same, head_side, base_side = _same_on_both_sides(fleet, base_dir if existed else None, options, store)
+        head = _compile_side(fleet, options, same, head_side)
+        base, problems = (None, []) if not existed else _compile_base(base_dir, base_ref, options, same, base_side)
     if (only is not None and only not in same and not problems and only not in head.fleet.clusters
             and (base is None or only not in base.fleet.clusters)):
         raise InputError([Diagnostic(str(fleet), 0, "--cluster", f"no cluster named '{only}' in the fleet, now or at {base_ref}",
@@ -247,7 +247,7 @@ def diff_fleet(fleet: Path, base_ref: str, only: str | None = None, checks: Chec
 
 
 def _same_on_both_sides(head: Path, base: Path | None, options: CompileOptions, store: CacheStore | None
-                        ) -> tuple[set[str], set[str] | None, set[str] | None]:
+                        ) -> tuple[set[str], _Side | None, _Side | None]:
     """The clusters with the same key at base and head that the cache has an entry for, and the files each
     side must still read for the others (None: read everything)."""
     if store is None or base is None:
@@ -260,28 +260,25 @@ def _same_on_both_sides(head: Path, base: Path | None, options: CompileOptions, 
         return set(), None, None
     same = {n for n in now.hits if then.keys.get(n) == now.keys[n]}
 
-    def needs(plan: BuildPlan) -> set[str]:
-        return set(plan.needs["*classes*"]).union(*(files for name, files in plan.needs.items() if name in plan.keys and name not in same))
+    def needs(plan: BuildPlan) -> _Side:
+        built = [name for name in plan.clusters if name not in same]
+        return _Side(frozenset(built), set(plan.class_files).union(*(plan.needs.get(name, set()) for name in built)))
 
     return same, needs(now), needs(then)
 
 
-def _compile_side(fleet: Path, options: CompileOptions, same: set[str], needs: set[str] | None) -> CompiledFleet:
-    if not same or needs is None:
+@dataclass(frozen=True)
+class _Side:
+    """What one side of a diff still builds, and the files that takes."""
+
+    clusters: frozenset[str]
+    files: set[str]
+
+
+def _compile_side(fleet: Path, options: CompileOptions, same: set[str], side: _Side | None) -> CompiledFleet:
+    if not same or side is None:
         return compile_fleet(fleet, options)
-    return compile_fleet(load(fleet, options.jobs, select=needs.__contains__),
-                         dataclasses.replace(options, subset=frozenset(options.subset or _all_clusters(fleet)) - same))
-
-
-def _all_clusters(fleet: Path) -> set[str]:
-    """Every cluster name the fleet's cluster files declare (a subset must name them; validation checks them)."""
-    from .load.fleet import yaml_files
-
-    names = set()
-    for path in yaml_files(fleet / "clusters", recursive=False):
-        for doc in scan(path.read_bytes()) or []:
-            names.add(doc.name)
-    return names
+    return compile_fleet(load(fleet, options.jobs, select=side.files.__contains__), dataclasses.replace(options, subset=side.clusters))
 
 
 def status_cluster(source: str | os.PathLike[str], cluster: str, state: ClusterState, checks: CheckOptions | None = None) -> StatusReport:
@@ -303,11 +300,11 @@ def status_cluster(source: str | os.PathLike[str], cluster: str, state: ClusterS
     return report
 
 
-def _compile_base(base_dir: Path, ref: str, options: CompileOptions, same: set[str], needs: set[str] | None
+def _compile_base(base_dir: Path, ref: str, options: CompileOptions, same: set[str], side: _Side | None
                   ) -> tuple[CompiledFleet | None, list[Diagnostic]]:
     """The fleet at `ref`, materialized in `base_dir`; with its input errors when it does not compile."""
     try:
-        return _compile_side(base_dir, options, same, needs), []
+        return _compile_side(base_dir, options, same, side), []
     except InputError as exc:
         return None, [_at_base(d, ref) for d in exc.diagnostics]
 

@@ -50,6 +50,8 @@ class BuildPlan:
     keys: dict[str, str]
     needs: dict[str, set[str]]  # cluster -> workload files its build reads
     hits: dict[str, Entry] = field(default_factory=dict)
+    clusters: tuple[str, ...] = ()  # every cluster of the fleet (order is those to build)
+    class_files: frozenset[str] = frozenset()  # files holding GpuDeviceClasses: every build reads them
     notes: list[str] = field(default_factory=list)  # what could not be read of the cache (the plan may run in a fork)
     full: bool = False  # the cache could not be used this time: build everything, remember nothing
 
@@ -140,7 +142,7 @@ def plan_build(root: Path, settings: Settings, store: CacheStore, tree: Path | N
                 return None
     common = value_digest({"build": build_digest(), "options": settings.options, "crds": [tree_digest(d) for d in settings.crds]})
     order = [n for n in clusters if settings.only is None or n == settings.only]
-    plan = BuildPlan(index, order, {}, {})
+    plan = BuildPlan(index, order, {}, {}, clusters=tuple(clusters), class_files=frozenset(rel for rel, _ in class_files))
     needs = {name: {rel for rel, names in targets.items() if name in names or "*" in names} for name in clusters}
     for name in order:
         # a workload file of this cluster that also targets others carries findings about those clusters too,
@@ -155,6 +157,5 @@ def plan_build(root: Path, settings: Settings, store: CacheStore, tree: Path | N
         entry = store.entry(name, plan.keys[name])
         if entry is not None and (tree is None or _same_tree(tree / name, entry)):
             plan.hits[name] = entry
-    plan.needs["*classes*"] = {rel for rel, _ in class_files}
     plan.notes = list(store.notes)
     return plan

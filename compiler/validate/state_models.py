@@ -14,7 +14,7 @@ from ..facts import catalog
 from ..facts.catalog import MIB, GpuModel
 from ..facts.driver import gpu_driver
 from ..load.state import ClusterState
-from ..validate.types import quantity_value
+from .types import quantity_value
 
 
 def _value(attrs: dict[str, Any], name: str) -> Any:

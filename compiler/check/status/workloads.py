@@ -31,9 +31,10 @@ def claims(ctx: StatusContext) -> None:
         ctx.skip("claims", "ResourceClaims")
         return
     ownership = Ownership(ctx.compiled)
-    ours = [c for c in ctx.state.of(RESOURCE, "ResourceClaim") if ownership.owns(c)]
-    pending = [c for c in ours if claim_state(c) == "pending"]
-    deleted = [c for c in ours if "deleted" in claim_state(c)]
+    states = {c: claim_state(c) for c in ctx.state.of(RESOURCE, "ResourceClaim") if ownership.owns(c)}
+    ours = list(states)
+    pending = [c for c, s in states.items() if s == "pending"]
+    deleted = [c for c, s in states.items() if "deleted" in s]
     if pending:
         ctx.add("claims", "fail", f"{len(pending)} of gpuc's {len(ours)} claim(s) are pending (no device allocated): "
                 f"{names([f'{c.namespace}/{c.name}' for c in pending])}",
@@ -42,7 +43,7 @@ def claims(ctx: StatusContext) -> None:
     if deleted:
         ctx.add("claims", "warn", f"{len(deleted)} claim(s) are being deleted but not finalized: {names([f'{c.namespace}/{c.name}' for c in deleted])}",
                 "the DRA kubelet plugin unprepares a claim before it goes: check it runs on the claim's node", deleted[0])
-    working = sum(1 for c in ours if claim_state(c) == "allocated,reserved")
+    working = sum(1 for s in states.values() if s == "allocated,reserved")
     if ours and not pending and not deleted:
         ctx.add("claims", "ok", f"{working} of gpuc's {len(ours)} claim(s) are allocated,reserved"
                 + ("" if working == len(ours) else "; the others are allocated and wait for a pod"))
@@ -54,7 +55,7 @@ def _rendered(ctx: StatusContext, kind: str) -> list[StateObject]:
     found = []
     for obj in ctx.compiled.objects:
         if obj.kind == kind:
-            live = ctx.state.get(NIM if kind.startswith("NIM") else obj.api_version.rpartition("/")[0], kind, obj.namespace, obj.name)
+            live = ctx.state.get(obj.api_version.rpartition("/")[0], kind, obj.namespace, obj.name)
             if live is not None:
                 found.append(live)
     return found
