@@ -1,0 +1,261 @@
+"""A real Kubernetes control plane on loopback: etcd, kube-apiserver and, on request, kube-scheduler
+and kube-controller-manager, built by harness/build.sh. No kubelet: a bound pod is the scheduler's
+verdict. Everything listens on 127.0.0.1 with ports the kernel picks; certificates are the API
+server's self-signed ones; clients authenticate with static tokens (an admin in system:masters and an
+unprivileged user for RBAC tests).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import components
+from .components import Release
+
+ADMIN_TOKEN = "gpuc-harness-admin"
+VIEWER_TOKEN = "gpuc-harness-viewer"  # user "viewer": no group, so RBAC grants it nothing by default
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class ControlPlaneError(RuntimeError):
+    """A component did not start; the message ends with the tail of its log."""
+
+
+@dataclass
+class ControlPlane:
+    release: Release
+    workdir: Path
+    emulated_minor: str | None = None
+    port: int = 0
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    @property
+    def minor(self) -> str:
+        """The Kubernetes minor this server behaves as."""
+        return self.emulated_minor or self.release.minor
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    @property
+    def ca_file(self) -> Path:
+        return self.workdir / "certs" / "apiserver.crt"
+
+    def kubeconfig(self, token: str = ADMIN_TOKEN, name: str = "admin") -> Path:
+        """A kubeconfig file for `token` (written once per user)."""
+        path = self.workdir / f"kubeconfig-{name}"
+        if not path.exists():
+            cfg = {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "harness", "cluster": {"server": self.server, "certificate-authority": str(self.ca_file)}}],
+                "users": [{"name": name, "user": {"token": token}}],
+                "contexts": [{"name": name, "context": {"cluster": "harness", "user": name}}],
+                "current-context": name,
+            }
+            path.write_text(json.dumps(cfg, indent=1))
+        return path
+
+    def log(self, name: str) -> Path:
+        return self.workdir / f"{name}.log"
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def _spawn(self, name: str, argv: list[str]) -> None:
+        with open(self.log(name), "ab") as log:
+            self.procs[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def _fail(self, name: str, what: str) -> ControlPlaneError:
+        tail = self.log(name).read_text(errors="replace").splitlines()[-25:] if self.log(name).exists() else []
+        return ControlPlaneError(f"{name} {what} (log {self.log(name)}):\n" + "\n".join(tail))
+
+    def _wait(self, name: str, ready, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            proc = self.procs[name]
+            if proc.poll() is not None:
+                raise self._fail(name, f"exited with status {proc.returncode} while starting")
+            if ready():
+                return
+            time.sleep(0.2)
+        raise self._fail(name, f"was not ready after {timeout:.0f} s")
+
+    def get(self, path: str, token: str = ADMIN_TOKEN) -> tuple[int, bytes]:
+        """GET a path of the API server; (status, body)."""
+        ctx = ssl.create_default_context(cafile=str(self.ca_file))
+        req = urllib.request.Request(self.server + path, headers={"Authorization": f"Bearer {token}"})
+        try:
+            with urllib.request.urlopen(req, context=ctx, timeout=10) as resp:
+                return resp.status, resp.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+        except (urllib.error.URLError, OSError, ssl.SSLError):
+            return 0, b""
+
+    def stop(self) -> None:
+        for name in reversed(list(self.procs)):
+            proc = self.procs[name]
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+        self.procs.clear()
+
+    def __enter__(self) -> ControlPlane:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# What an API server of an older minor needs before it serves resource.k8s.io at all: before 1.34
+# DRA is a beta feature that is off by default, and its beta API group versions are off too.
+_DRA_BETA_SWITCHES = {
+    "1.32": ("resource.k8s.io/v1beta1=true", "DynamicResourceAllocation=true"),
+    "1.33": ("resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true", "DynamicResourceAllocation=true"),
+}
+
+
+def start(
+    release: Release,
+    workdir: Path,
+    *,
+    emulated_minor: str | None = None,
+    feature_gates: dict[str, bool] | None = None,
+    runtime_config: str | None = None,
+    scheduler: bool = False,
+    controllers: bool = False,
+) -> ControlPlane:
+    """Start etcd and kube-apiserver (and the scheduler and controllers when asked), ready to serve.
+
+    `emulated_minor` runs a newer binary as an older minor (--emulated-version); `feature_gates` and
+    `runtime_config` add to what the minor needs to serve DRA.
+    """
+    workdir.mkdir(parents=True, exist_ok=True)
+    cp = ControlPlane(release=release, workdir=workdir, emulated_minor=emulated_minor)
+    try:
+        _start_etcd_and_apiserver(cp, feature_gates or {}, runtime_config)
+        if controllers:
+            _start_controllers(cp)
+        if scheduler:
+            _start_scheduler(cp, feature_gates or {})
+    except BaseException:
+        cp.stop()
+        raise
+    return cp
+
+
+def _gates_flag(gates: dict[str, bool]) -> str:
+    return ",".join(f"{k}={'true' if v else 'false'}" for k, v in sorted(gates.items()))
+
+
+def _start_etcd_and_apiserver(cp: ControlPlane, gates: dict[str, bool], runtime_config: str | None) -> None:
+    etcd_port, peer_port = _free_port(), _free_port()
+    data = cp.workdir / "etcd"
+    shutil.rmtree(data, ignore_errors=True)
+    cp._spawn("etcd", [
+        str(components.binary("etcd")), "--name", "harness", "--data-dir", str(data),
+        "--listen-client-urls", f"http://127.0.0.1:{etcd_port}", "--advertise-client-urls", f"http://127.0.0.1:{etcd_port}",
+        "--listen-peer-urls", f"http://127.0.0.1:{peer_port}", "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer_port}",
+        "--initial-cluster", f"harness=http://127.0.0.1:{peer_port}", "--unsafe-no-fsync", "--log-level", "warn",
+    ])
+
+    def etcd_ready() -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{etcd_port}/health", timeout=2) as r:
+                return b'"true"' in r.read()
+        except (urllib.error.URLError, OSError):
+            return False
+
+    cp._wait("etcd", etcd_ready, 30)
+
+    certs = cp.workdir / "certs"
+    certs.mkdir(exist_ok=True)
+    sa_key = cp.workdir / "sa.key"
+    if not sa_key.exists():
+        subprocess.run(["openssl", "genrsa", "-out", str(sa_key), "2048"], check=True, capture_output=True)
+    tokens = cp.workdir / "tokens.csv"
+    tokens.write_text(f'{ADMIN_TOKEN},admin,1,"system:masters"\n{VIEWER_TOKEN},viewer,2\n')
+    minor = cp.minor
+    runtime, gate = _DRA_BETA_SWITCHES.get(minor, ("", ""))
+    all_gates = dict(item.split("=") for item in gate.split(",") if item) | {k: str(v).lower() for k, v in gates.items()}
+    cp.port = _free_port()
+    argv = [
+        str(components.binary(f"kube-apiserver-{cp.release.version}")),
+        "--etcd-servers", f"http://127.0.0.1:{etcd_port}",
+        "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1", "--secure-port", str(cp.port),
+        "--cert-dir", str(certs), "--token-auth-file", str(tokens), "--authorization-mode", "RBAC",
+        "--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
+        "--service-account-key-file", str(sa_key), "--service-account-signing-key-file", str(sa_key),
+        "--service-cluster-ip-range", "10.96.0.0/24", "--endpoint-reconciler-type", "none",
+        "--enable-priority-and-fairness=false", "--profiling=false",
+    ]
+    runtime_all = ",".join(x for x in (runtime, runtime_config or "") if x)
+    if runtime_all:
+        argv += ["--runtime-config", runtime_all]
+    if all_gates:
+        argv += ["--feature-gates", ",".join(f"{k}={v}" for k, v in sorted(all_gates.items()))]
+    if cp.emulated_minor:
+        argv += ["--emulated-version", cp.emulated_minor]
+    cp._spawn("kube-apiserver", argv)
+    cp._wait("kube-apiserver", lambda: cp.ca_file.exists() and cp.get("/readyz")[0] == 200, 120)
+
+
+def _start_controllers(cp: ControlPlane) -> None:
+    """The resource-claim controller turns a pod's ResourceClaimTemplates into claims; the service
+    account controller makes the `default` account pods are admitted with."""
+    kubeconfig = str(cp.kubeconfig())
+    cp._spawn("kube-controller-manager", [
+        str(components.binary(f"kube-controller-manager-{components.newest().version}")),
+        "--kubeconfig", kubeconfig, "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig,
+        "--controllers", "resourceclaim-controller,serviceaccount-controller",
+        "--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", "0", "--use-service-account-credentials=false",
+    ])
+    cp._wait("kube-controller-manager", lambda: cp.get("/api/v1/namespaces/default/serviceaccounts/default")[0] == 200, 60)
+
+
+def _start_scheduler(cp: ControlPlane, gates: dict[str, bool]) -> None:
+    kubeconfig = str(cp.kubeconfig())
+    config = cp.workdir / "scheduler.yaml"
+    # Leader election off; the client's rate limit raised so 1,000 binds are not throttled.
+    config.write_text(json.dumps({
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {"leaderElect": False},
+        "clientConnection": {"kubeconfig": kubeconfig, "qps": 500, "burst": 1000},
+    }))
+    argv = [
+        str(components.binary(f"kube-scheduler-{components.newest().version}")),
+        "--config", str(config), "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig,
+        "--bind-address", "127.0.0.1", "--secure-port", "0",
+    ]
+    if gates:
+        argv += ["--feature-gates", _gates_flag(gates)]
+    cp._spawn("kube-scheduler", argv)
+    # The scheduler has no port to ask; it is up once it has taken its informers' first lists.
+    log = cp.log("kube-scheduler")
+    cp._wait("kube-scheduler", lambda: log.exists() and b"Caches are synced" in log.read_bytes() or _scheduler_lease(cp), 60)
+
+
+def _scheduler_lease(cp: ControlPlane) -> bool:
+    return False

@@ -1,0 +1,30 @@
+"""The tests against real components: the upstream allocator, kube-apiserver, kube-scheduler.
+
+Each is built by harness/build.sh (the README's test command runs it). A component that is missing
+fails the test that needs it, with the command that builds it: these tests never skip.
+Every test here carries the `real` mark: `pytest -m "not real"` is the fast tier.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.allocref import Allocref
+
+HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if HERE in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.real)
+
+
+@pytest.fixture(scope="session")
+def allocref() -> Iterator[Allocref]:
+    ref = Allocref()
+    yield ref
+    ref.close()
