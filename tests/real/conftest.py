@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.allocref import Allocref
+from harness.servers import ControlPlanes
 
 HERE = Path(__file__).parent
 
@@ -28,3 +29,10 @@ def allocref() -> Iterator[Allocref]:
     ref = Allocref()
     yield ref
     ref.close()
+
+
+@pytest.fixture(scope="session")
+def control_planes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlanes]:
+    planes = ControlPlanes(tmp_path_factory.mktemp("control-planes"))
+    yield planes
+    planes.stop()

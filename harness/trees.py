@@ -1,0 +1,77 @@
+"""Applying a rendered cluster tree to a real API server as Argo CD would after the charts: the
+CRDs and namespaces the charts bring, the objects partial patches land on, then every object with
+server-side apply, dry run first; and reading back what was stored."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .kube import Kube, Rejection, missing
+
+NOT_OBJECTS = {"kustomization.yaml", "node-labels.yaml"}
+
+
+def tree_objects(cluster_dir: Path) -> list[tuple[str, dict[str, Any]]]:
+    """(file, object) in sync-wave order, as Argo CD applies them. Argo CD Applications are left out: Argo CD's
+    CRD cannot be fetched here (gpuc checks them against its own schema, compiler/facts/data/argocd.yaml)."""
+    out = []
+    for f in sorted(cluster_dir.glob("*.yaml")) + sorted((cluster_dir / "argocd").glob("*.yaml")):
+        if f.name in NOT_OBJECTS:
+            continue
+        for doc in yaml.safe_load_all(f.read_text()):
+            if isinstance(doc, dict) and doc.get("kind") != "Application":
+                out.append((str(f.relative_to(cluster_dir.parent)), doc))
+    return out
+
+
+def is_patch(obj: dict[str, Any]) -> bool:
+    """A partial object (Node labels, a ClusterPolicy in gpuOperator.mode patch): gpuc patches what another owner made."""
+    return obj["metadata"].get("annotations", {}).get("pulumi.com/patchForce") == "true"
+
+
+def what_the_owner_made(obj: dict[str, Any], crd_files: Iterable[Path]) -> dict[str, Any]:
+    """The object a patch lands on: a Node as a provisioner registers it; a custom resource as its operator's install
+    creates it, with the sections its CRD requires present (their contents are the owner's, irrelevant to the patch)."""
+    meta = {"name": obj["metadata"]["name"]}
+    group, version = obj["apiVersion"].split("/") if "/" in obj["apiVersion"] else ("", obj["apiVersion"])
+    for f in crd_files:
+        for crd in yaml.safe_load_all(f.read_text()):
+            if isinstance(crd, dict) and crd.get("kind") == "CustomResourceDefinition" and crd["spec"]["group"] == group \
+                    and crd["spec"]["names"]["kind"] == obj["kind"]:
+                schema = next(v for v in crd["spec"]["versions"] if v["name"] == version)["schema"]["openAPIV3Schema"]
+                required = schema["properties"].get("spec", {}).get("required", [])
+                return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": meta, "spec": {k: {} for k in required}}
+    return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": meta}
+
+
+def _crd_files(crds: Iterable[Path]) -> list[Path]:
+    return [f for p in crds for f in (sorted(p.rglob("*.yaml")) if p.is_dir() else [p])]
+
+
+def apply_tree(kube: Kube, cluster_dir: Path, crds: Iterable[Path]) -> tuple[list[Rejection], list[str]]:
+    """Apply every object of `cluster_dir` twice (dry run, then for real); (rejections, fields not stored as written)."""
+    files = _crd_files(crds)
+    kube.install_crds(files)
+    objects = tree_objects(cluster_dir)
+    for _, obj in objects:
+        ns = obj["metadata"].get("namespace")
+        if ns:
+            kube.ensure_namespace(ns)
+        if is_patch(obj) and kube.get(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], ns) is None:
+            kube.create(what_the_owner_made(obj, files))
+    rejected: list[Rejection] = []
+    for _, obj in objects:
+        for dry_run in (True, False):
+            result = kube.apply(obj, dry_run=dry_run)
+            if isinstance(result, Rejection):
+                rejected.append(result)
+    lost: list[str] = []
+    for f, obj in objects:
+        meta = obj["metadata"]
+        stored = kube.get(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
+        lost.extend(f"{f}: {m}" for m in missing(obj, stored or {}))
+    return rejected, lost
