@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..facts.driver import ChartRef
 from ..facts.platform import nim_operator
 from ..plan import ClusterPlan, WorkloadPlan
-from ..validate.documents import Fleet, target_clusters
+from ..validate.documents import RESERVED_NAMESPACES, Fleet, target_clusters
 from ..validate.features import cluster_features
 from .argocd import lower_argocd
 from .claims import lower_claims
@@ -14,8 +14,6 @@ from .extended_resources import extended_resource_classes
 from .graph import CompiledCluster, HelmRelease, Wave
 from .node_config import DEVICE_PLUGIN_VALUES, device_plugin_values, lower_node_config
 from .workload_objects import compute_domain, lower_device_class, namespace_object, nim_objects
-
-RESERVED_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease"}
 
 
 def lower_cluster(plan: ClusterPlan, fleet: Fleet) -> CompiledCluster:
@@ -45,8 +43,13 @@ def lower_cluster(plan: ClusterPlan, fleet: Fleet) -> CompiledCluster:
     first_in: dict[str, WorkloadPlan] = {}  # namespace -> its alphabetically first workload, the Namespace's source
     for p in sorted(plans, key=lambda p: p.name):
         first_in.setdefault(p.namespace, p)
+    admin: dict[str, WorkloadPlan] = {}  # namespace -> its first admin-access workload, the source of its label
+    for p in sorted(plans, key=lambda p: p.name):
+        if p.workload.spec.gpu.admin_access:
+            admin.setdefault(p.namespace, p)
     for namespace in sorted(set(first_in) - RESERVED_NAMESPACES - chart_namespaces):
-        compiled.objects.append(namespace_object(cluster, namespace, first_in[namespace].intent.source))
+        origin = admin.get(namespace, first_in[namespace]).intent.source
+        compiled.objects.append(namespace_object(cluster, namespace, origin, namespace in admin))
 
     for cls in fleet.classes.values():
         if cluster.name in target_clusters(cls.model, fleet):

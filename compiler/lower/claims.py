@@ -43,6 +43,7 @@ class Request:
     origin: tuple[str, ...]  # the intent fields the whole request comes from
     capacity: tuple[tuple[str, str], ...] = ()  # capacity.requests (consumable capacity): name -> amount as written
     alternatives: tuple[Request, ...] = ()  # firstAvailable subrequests, tried in order (the request has no body of its own)
+    admin: bool = False  # adminAccess: sees devices other claims hold; count 0 means allocationMode All
 
 
 def request_name(profile: str) -> str:
@@ -81,6 +82,10 @@ def requests_for(plan: WorkloadPlan) -> list[Request]:
     if gpu.fractional and gpu.memory is not None:
         capacity = (("memory", gpu.memory.text),)
         sources["capacity"] = ("spec.gpu.memory", "spec.gpu.sharing")
+    if gpu.admin_access:
+        sources.update({"adminAccess": ("spec.gpu.adminAccess",), "allocationMode": ("spec.gpu.count", "spec.gpu.adminAccess")})
+        count = gpu.count if isinstance(gpu.count, int) else 0  # every matching GPU of the node
+        return [Request("gpu", gpu.class_ or builtin_class_for("gpu"), count, tuple(selectors), sources, ("spec.gpu",), admin=True)]
     return [Request("gpu", gpu.class_ or builtin_class_for("gpu"), plan.gpus or 1, tuple(selectors), sources, ("spec.gpu",),
                     capacity)]
 
@@ -112,11 +117,14 @@ def _count_source(plan: WorkloadPlan) -> tuple[str, ...]:
 
 
 def _request_body(req: Request) -> dict[str, Any]:
-    body: dict[str, Any] = {"deviceClassName": req.device_class, "allocationMode": "ExactCount", "count": req.count}
+    body: dict[str, Any] = ({"deviceClassName": req.device_class, "allocationMode": "All"} if req.admin and not req.count
+                            else {"deviceClassName": req.device_class, "allocationMode": "ExactCount", "count": req.count})
     if req.selectors:
         body["selectors"] = sel.selector_list(list(req.selectors))
     if req.capacity:
         body["capacity"] = {"requests": dict(req.capacity)}
+    if req.admin:
+        body["adminAccess"] = True
     return body
 
 

@@ -255,6 +255,13 @@ class GpuRequest(Model):
     multi_node: MultiNode | None = None
     nics: int | None = Field(None, ge=1, le=8, description="RDMA NICs per pod on the same PCIe root as its GPU (count: 1); the "
                                                          "serving pools declare them in nodePools[].nics")
+    passthrough: bool = Field(
+        False, description="whole GPUs for a VM (KubeVirt-style): a request on vfio.gpu.nvidia.com with a VfioDeviceConfig, "
+                           "served by pools with passthrough: true (driver 25.12+, gate PassthroughSupport)")
+    admin_access: bool = Field(
+        False, description="management access (monitoring, health checks): the claim sees GPUs other claims hold, without "
+                            "allocating them (request adminAccess; every matching GPU of a node unless count is set); gpuc labels "
+                            "the namespace resource.kubernetes.io/admin-access, which the API server requires")
 
     @field_validator("count", mode="before")
     @classmethod
