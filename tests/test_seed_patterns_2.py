@@ -70,3 +70,34 @@ def test_a_namespace_shared_with_ordinary_workloads_is_a_warning(fleet):
     mixed = workload_doc("train", "gpu-monitoring", gpu={"count": 1})
     result = gpuc("validate", fleet(clusters=[cluster_doc()], workloads={"w.yaml": [MONITOR, mixed]}))
     assert result.code == 0 and "every claim created there may use adminAccess" in result.err and "'train'" in result.err
+
+
+# ------------------------------------------------------------------------------------- Pulumi with --state
+
+def test_a_stack_takes_the_cluster_state_from_its_config(fleet, tmp_path, monkeypatch):
+    """A GPU outside the catalog needs the slices the cluster publishes: the stack reads them from gpuc:state."""
+    import pulumi
+    import pytest
+
+    import kubectl
+    from pulumi_harness import run_stack
+
+    pools = [{"name": "gh", "nodes": 2, "gpu": {"model": "NVIDIA GH200 480GB", "count": 1}}]
+    root = fleet(clusters=[cluster_doc(pools=pools)], workloads={"w.yaml": [workload_doc("llm", replicas=2, gpu={"count": 1})]})
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "slices.yaml").write_text(kubectl.yaml_export([kubectl.gh200_slice("gh-0")]))
+    (tmp_path / "more.yaml").write_text(kubectl.yaml_export([kubectl.gh200_slice("gh-1")]))
+    with pytest.raises(pulumi.RunError) as info:
+        run_stack("c1", {"gpuc:fleet": str(root)})
+    assert "stack config gpuc:state" in str(info.value)
+    run = run_stack("c1", {"gpuc:fleet": str(root), "gpuc:state": json.dumps([str(tmp_path / "slices.yaml"), str(tmp_path / "more.yaml")])})
+    assert [r for r in run.kubernetes_objects() if r.type.endswith(":ResourceClaimTemplate")]
+    with pytest.raises(pulumi.RunError) as info:  # one node's slices: the second replica has no GPU
+        run_stack("c1", {"gpuc:fleet": str(root), "gpuc:state": str(tmp_path / "slices.yaml")})
+    assert "cannot be placed" in str(info.value)
+    with pytest.raises(pulumi.RunError) as info:
+        run_stack("c1", {"gpuc:fleet": str(root), "gpuc:state": str(tmp_path / "missing.yaml")})
+    assert "has input errors" in str(info.value) and "missing.yaml" in str(info.value) and "Traceback" not in str(info.value)
+    with pytest.raises(pulumi.RunError) as info:
+        run_stack("c1", {"gpuc:fleet": str(root), "gpuc:state": "[1, 2]"})
+    assert "gpuc:state must be a file name or a list of them" in str(info.value)

@@ -119,8 +119,8 @@ def _resolve_pool(intent, pool, index, line, api, findings, extra_models: dict[s
         findings.add(intent.error(path + ("gpu", "model"), f"unknown GPU model '{pool.gpu.model}'",
                                   did_you_mean(pool.gpu.model, models) or
                                   f"catalog models: {', '.join(catalog.gpu_models())} (`gpuc catalog`); for a GPU outside the "
-                                  "catalog, pass the cluster's ResourceSlices with --state and name the model by the productName "
-                                  "they publish"))
+                                  "catalog, pass the cluster's ResourceSlices with --state (Pulumi: stack config gpuc:state) and name the "
+                                  "model by the productName they publish"))
         return None
     gpu = models[pool.gpu.model]
     if pool.nvlink:
