@@ -76,10 +76,10 @@ def test_a_namespace_shared_with_ordinary_workloads_is_a_warning(fleet):
 
 def test_a_stack_takes_the_cluster_state_from_its_config(fleet, tmp_path, monkeypatch):
     """A GPU outside the catalog needs the slices the cluster publishes: the stack reads them from gpuc:state."""
+    import kubectl
     import pulumi
     import pytest
 
-    import kubectl
     from pulumi_harness import run_stack
 
     pools = [{"name": "gh", "nodes": 2, "gpu": {"model": "NVIDIA GH200 480GB", "count": 1}}]
