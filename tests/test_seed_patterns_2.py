@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
-from conftest import NIM_SECRETS, cluster_doc, compile_single, gpuc, nim_model, objects_of, workload_doc
+import yaml
+
+from conftest import NIM_SECRETS, REFERENCE, cluster_doc, compile_single, gpuc, nim_model, objects_of, workload_doc
 
 MONITOR = workload_doc("dcgm", "gpu-monitoring", gpu={"adminAccess": True})
 TRAIN = workload_doc("train", "team", gpu={"count": 8})
@@ -101,3 +103,70 @@ def test_a_stack_takes_the_cluster_state_from_its_config(fleet, tmp_path, monkey
     with pytest.raises(pulumi.RunError) as info:
         run_stack("c1", {"gpuc:fleet": str(root), "gpuc:state": "[1, 2]"})
     assert "gpuc:state must be a file name or a list of them" in str(info.value)
+
+
+# ------------------------------------------------------------------------- managed Kubernetes: labels, quotas
+
+GKE_LABEL = {"gke-no-default-nvidia-gpu-device-plugin": "true"}
+
+
+def gke_pools(labels: dict | None = None) -> list[dict]:
+    pool = {"name": "h100", "nodes": 2, "gpu": {"model": "H100-80GB", "count": 8}, "nodeNames": ["gke-a", "gke-b"]}
+    return [{**pool, "labels": labels} if labels is not None else pool]
+
+
+def test_pool_labels_go_out_with_gpucs_own(fleet, tmp_path):
+    root = fleet(clusters=[cluster_doc(provider="gke", pools=gke_pools({**GKE_LABEL, "team": "ml"}))])
+    result = gpuc("render", root, "-o", tmp_path / "out")
+    assert result.code == 0 and result.err == "", result.err
+    labels = yaml.safe_load((tmp_path / "out" / "c1" / "node-labels.yaml").read_text())["h100"]
+    assert labels == {"gke-no-default-nvidia-gpu-device-plugin": "true", "nvidia.com/gpu.dra": "true", "team": "ml"}
+    patch = yaml.safe_load((tmp_path / "out" / "c1" / "1-node-gke-a.yaml").read_text())
+    assert patch["metadata"]["labels"] == labels
+
+
+def test_a_gke_dra_pool_without_its_label_is_a_warning_with_the_fix(fleet):
+    result = gpuc("validate", fleet(clusters=[cluster_doc(provider="gke", pools=gke_pools())]))
+    assert result.code == 0
+    assert "DRA pool 'h100' on Google Kubernetes Engine lacks the node label(s) 'gke-no-default-nvidia-gpu-device-plugin'" in result.err
+    assert 'add `labels: {gke-no-default-nvidia-gpu-device-plugin: "true"}`' in result.err
+    assert "clusters/c1.yaml:" in result.err and "spec.nodePools[0]" in result.err
+    assert gpuc("validate", fleet(clusters=[cluster_doc(provider="eks", pools=gke_pools())])).err == ""  # EKS: no node label
+
+
+def test_the_provider_is_recognised_from_the_state_nodes(fleet, tmp_path):
+    import kubectl
+
+    root = fleet(clusters=[cluster_doc(pools=gke_pools())])
+    state = tmp_path / "state.yaml"
+    state.write_text(kubectl.yaml_export([kubectl.node(n, {"cloud.google.com/gke-nodepool": "gpu"}) for n in ("gke-a", "gke-b")]))
+    result = gpuc("validate", root, "--cluster", "c1", "--state", state)
+    assert result.code == 0 and "(recognised from the nodes' labels in --state)" in result.err
+    compiled = compile_single(root)  # without the state: no provider, no quota
+    assert not objects_of(compiled, "ResourceQuota")
+
+
+def test_gke_gets_the_quota_that_admits_the_critical_pods(fleet, tmp_path):
+    root = fleet(clusters=[cluster_doc(provider="gke", pools=gke_pools(GKE_LABEL))])
+    compiled = compile_single(root)
+    quotas = {q["metadata"]["namespace"]: q for q in objects_of(compiled, "ResourceQuota")}
+    assert sorted(quotas) == ["gpu-operator", "nvidia-dra-driver-gpu"]  # both charts run system-node-critical pods
+    assert quotas["nvidia-dra-driver-gpu"]["spec"] == {
+        "hard": {"pods": "1000"},
+        "scopeSelector": {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In",
+                                                "values": ["system-node-critical", "system-cluster-critical"]}]}}
+    chart = yaml.safe_load((REFERENCE / "nvidia-dra-driver-gpu" / "v25.12.0" / "values.yaml").read_text())
+    assert {chart["controller"]["priorityClassName"], chart["kubeletPlugin"]["priorityClassName"]} <= set(
+        quotas["nvidia-dra-driver-gpu"]["spec"]["scopeSelector"]["matchExpressions"][0]["values"])
+    assert gpuc("render", root, "-o", tmp_path / "out").code == 0  # and the ResourceQuota passes the 1.34 schema
+    for other in ("eks", None):
+        assert not objects_of(compile_single(fleet(clusters=[cluster_doc(provider=other, pools=gke_pools())])), "ResourceQuota")
+
+
+def test_pool_label_mistakes_are_named(fleet):
+    taken = gpuc("validate", fleet(clusters=[cluster_doc(pools=gke_pools({"nvidia.com/gpu.dra": "false"}))]))
+    assert taken.code == 2 and "spec.nodePools[0].labels.nvidia.com/gpu.dra" in taken.err and "gpuc sets itself" in taken.err
+    bad = gpuc("validate", fleet(clusters=[cluster_doc(pools=gke_pools({"team": "has space"}))]))
+    assert bad.code == 2 and "spec.nodePools[0].labels" in bad.err
+    unknown = gpuc("validate", fleet(clusters=[cluster_doc(provider="gek")]))
+    assert unknown.code == 2 and "spec.provider" in unknown.err and "gke" in unknown.err

@@ -13,6 +13,7 @@ from .dra_driver import lower_dra_driver
 from .extended_resources import extended_resource_classes
 from .graph import CompiledCluster, HelmRelease, Wave
 from .node_config import DEVICE_PLUGIN_VALUES, device_plugin_values, lower_node_config
+from .quotas import critical_pod_quotas
 from .workload_objects import compute_domain, lower_device_class, namespace_object, nim_objects
 
 
@@ -39,6 +40,7 @@ def lower_cluster(plan: ClusterPlan, fleet: Fleet) -> CompiledCluster:
             chart=ChartRef(facts["chart"]["name"], facts["chart"]["repository"], op.version),
             values={}, wave=Wave.CHARTS, component="nim-operator", origin=cluster.intent.source))
 
+    compiled.objects.extend(critical_pod_quotas(cluster, compiled.releases))
     chart_namespaces = {r.namespace for r in compiled.releases}
     first_in: dict[str, WorkloadPlan] = {}  # namespace -> its alphabetically first workload, the Namespace's source
     for p in sorted(plans, key=lambda p: p.name):

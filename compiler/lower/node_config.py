@@ -99,6 +99,7 @@ def pool_labels(cluster: ResolvedCluster) -> dict[str, dict[str, str]]:
                 labels[facts["devicePluginDeployLabel"]] = "false"
         if uses_mig and cluster.spec.gpu_operator.mode != "gpuCluster":  # no MIG Manager reads the label there
             labels[facts["migConfigLabel"]] = ("all-enabled" if pool.mig_dynamic else pool.mig_config or "all-disabled")
+        labels.update(pool.spec.labels)  # the pool's own (a provider's, say); validation keeps them off gpuc's keys
         out[pool.name] = dict(sorted(labels.items()))
     return out
 

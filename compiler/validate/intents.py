@@ -69,11 +69,14 @@ class NvLink(Model):
     partitions: list[Literal[2, 4, 8]] = Field(min_length=1)
 
 
+LabelKey = Annotated[str, Field(pattern=r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$", max_length=316)]
+LabelValue = Annotated[str, Field(pattern=r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$", max_length=63)]
+
+
 class Taint(Model):
     """A taint the pool's nodes carry (GKE and EKS GPU nodes: nvidia.com/gpu=present:NoSchedule)."""
 
-    key: str = Field(pattern=r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$", max_length=316,
-                     description="taint key, e.g. nvidia.com/gpu")
+    key: LabelKey = Field(description="taint key, e.g. nvidia.com/gpu")
     value: str = Field("", max_length=63, description="taint value (empty: any value is tolerated)")
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(description="taint effect")
 
@@ -102,6 +105,13 @@ class NodePool(Model):
     nics: PoolNics | None = Field(None, description="NICs of another DRA driver on the pool's nodes, for gpu.nics alignment")
     taints: list[Taint] = Field(default_factory=list, description="taints the pool's nodes carry: gpuc derives the tolerations of "
                                                                   "the DRA kubelet plugin, the GPU Operator operands and the NIMServices")
+    labels: dict[LabelKey, LabelValue] = Field(
+        default_factory=dict, description="labels the pool's nodes carry beside gpuc's own (e.g. GKE's "
+                                          "gke-no-default-nvidia-gpu-device-plugin: \"true\" on DRA pools): emitted with the "
+                                          "other node labels (node-labels.yaml, Node patches)")
+    passthrough: bool = Field(
+        False, description="the pool's GPUs go to VMs through vfio-pci (KubeVirt-style): the driver's PassthroughSupport gate "
+                           "(25.12+) publishes them as vfio.gpu.nvidia.com devices, and only gpu.passthrough workloads may use them")
 
 
 class Destination(Model):
@@ -132,6 +142,11 @@ class Acknowledgement(Model):
 
 class ClusterSpec(Model):
     kubernetes_version: str = Field(description='Kubernetes minor version of the cluster, quoted: "1.34"')
+    provider: Literal["gke", "eks", "aks"] | None = Field(
+        None, description="managed Kubernetes provider: gpuc warns about node labels its DRA pools need (GKE: "
+                          "gke-no-default-nvidia-gpu-device-plugin) and emits the ResourceQuota that admits the DRA driver's "
+                          "system-node-critical pods where the provider requires one (GKE); with --state it is also recognised "
+                          "from the nodes' labels")
     dra_driver: DraDriverSpec
     gpu_operator: GpuOperatorSpec = GpuOperatorSpec()
     nim_operator: NimOperatorSpec | None = None

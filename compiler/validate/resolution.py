@@ -18,13 +18,18 @@ from .intents import Cluster
 from .resolved import ResolvedCluster, ResolvedPool
 
 
-def resolve_clusters(fleet: Fleet, findings: Findings, extra_models: dict[str, GpuModel] | None = None) -> dict[str, ResolvedCluster]:
+def resolve_clusters(fleet: Fleet, findings: Findings, extra_models: dict[str, GpuModel] | None = None,
+                     detected: dict[str, str | None] | None = None) -> dict[str, ResolvedCluster]:
     """The clusters' own rules, and each valid cluster resolved: all that compiling a cluster needs.
-    `extra_models`: GPUs outside the catalog that a running cluster's slices describe (validate.state_models)."""
+    `extra_models`: GPUs outside the catalog that a running cluster's slices describe; `detected`: cluster ->
+    the managed Kubernetes provider its state's nodes say it runs on (validate.state_models)."""
     clusters: dict[str, ResolvedCluster] = {}
     for name, intent in fleet.clusters.items():
         _check_paths(intent, fleet, findings)
         resolved = resolve_cluster(intent, findings, extra_models or {})
+        found = (detected or {}).get(name)
+        if resolved is not None and intent.model.spec.provider is None and found is not None:
+            resolved = dataclasses.replace(resolved, provider=found, provider_detected=True)
         if resolved is not None:
             clusters[name] = resolved
     return clusters
@@ -109,7 +114,7 @@ def resolve_cluster(intent: Intent[Cluster], findings: Findings, extra_models: d
         findings.add(dataclasses.replace(warning, code="driver-fork"))
     if not ok:
         return None
-    return ResolvedCluster(intent, api, line, tuple(pools))
+    return ResolvedCluster(intent, api, line, tuple(pools), provider=spec.provider)
 
 
 def _resolve_pool(intent, pool, index, line, api, findings, extra_models: dict[str, GpuModel]) -> ResolvedPool | None:

@@ -59,6 +59,8 @@ class ResolvedCluster:
     api: ResourceApi
     driver: DriverLine
     pools: tuple[ResolvedPool, ...]
+    provider: str | None = None  # managed Kubernetes provider: spec.provider, or recognised in --state (facts.providers)
+    provider_detected: bool = False  # recognised from the state's node labels, not written in the intent
 
     @property
     def name(self) -> str:
