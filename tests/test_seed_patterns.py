@@ -190,10 +190,10 @@ def test_a_gpu_and_an_rdma_nic_on_one_pcie_root(fleet, tmp_path):
     assert gpuc("plan", many).code == 1  # 8 NICs in the cluster: the ninth pod finds no NIC on its GPU's root
 
 
-def test_nic_alignment_needs_one_gpu_and_a_pool_with_nics(fleet):
-    wide = workload_doc("wide", "research", gpu={"count": 2, "nics": 2})
-    result = gpuc("validate", fleet(clusters=[cluster_doc(pools=[NIC_POOL])], workloads={"w.yaml": [wide]}))
-    assert result.code == 1 and "spec.gpu.nics" in result.err and "use gpu.count: 1" in result.err
+def test_nic_alignment_needs_whole_gpus_and_a_pool_with_nics(fleet):
+    sized = workload_doc("sized", "research", model=nim_model(), secrets=NIM_SECRETS, gpu={"count": "auto", "nics": 1})
+    result = gpuc("validate", fleet(clusters=[cluster_doc(pools=[NIC_POOL])], workloads={"w.yaml": [sized]}))
+    assert result.code == 1 and "spec.gpu.nics" in result.err and "set gpu.count to a number" in result.err
     bare = workload_doc("bare", "research", gpu={"count": 1, "nics": 1})
     result = gpuc("validate", fleet(workloads={"w.yaml": [bare]}))
     assert "declares no NICs (nodePools[].nics)" in result.err

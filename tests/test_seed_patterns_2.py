@@ -170,3 +170,103 @@ def test_pool_label_mistakes_are_named(fleet):
     assert bad.code == 2 and "spec.nodePools[0].labels" in bad.err
     unknown = gpuc("validate", fleet(clusters=[cluster_doc(provider="gek")]))
     assert unknown.code == 2 and "spec.provider" in unknown.err and "gke" in unknown.err
+
+
+# ---------------------------------------------------------------------------------- passthrough (vfio)
+
+VM_POOLS = [{"name": "h100", "nodes": 2, "gpu": {"model": "H100-80GB", "count": 8}},
+            {"name": "vm", "nodes": 1, "gpu": {"model": "A100-80GB", "count": 4}, "passthrough": True}]
+H100_ONLY = {"productName": "NVIDIA H100 80GB HBM3"}
+VM = workload_doc("vm1", "vms", replicas=2, gpu={"count": 2, "passthrough": True})
+
+
+def test_a_vm_gets_the_vfio_twins_of_the_passthrough_pools_gpus(fleet, tmp_path):
+    root = fleet(clusters=[cluster_doc(pools=VM_POOLS)],
+                 workloads={"w.yaml": [VM, workload_doc("train", "team", gpu={"count": 8, "require": H100_ONLY})]})
+    compiled = compile_single(root)
+    spec = only(compiled, "ResourceClaimTemplate", "vms")["spec"]["spec"]["devices"]
+    assert spec["requests"] == [{"name": "gpu", "exactly": {
+        "deviceClassName": "vfio.gpu.nvidia.com", "allocationMode": "ExactCount", "count": 2,
+        "selectors": [{"cel": {"expression": "device.attributes['gpu.nvidia.com'].deviceID in ['0x20b2', '0x20b5']"}}]}}]
+    assert spec["config"] == [{"requests": ["gpu"], "opaque": {"driver": "gpu.nvidia.com", "parameters": {
+        "apiVersion": "resource.nvidia.com/v1beta1", "kind": "VfioDeviceConfig"}}}]
+    assert compiled.driver_values["featureGates"] == {"PassthroughSupport": True}
+    plan = json.loads(gpuc("plan", root, "--output", "json").out)["clusters"][0]
+    vms = [p for p in plan["pods"] if p["workload"] == "vms/vm1"]
+    assert {p["node"] for p in vms} == {"vm-0"}
+    assert sorted(d["device"] for p in vms for d in p["claims"][0]["devices"]) == [f"gpu-vfio-{i}" for i in range(4)]
+    # a GPU and its vfio twin are one GPU: the pools count their GPUs once, and the VM's four are all of 'vm'
+    assert {p["pool"]: (p["gpus"], p["after"]["gpusUsed"]) for p in plan["pools"]} == {"h100": (16, 8), "vm": (4, 4)}
+    inventory = yaml.safe_load(gpuc("inventory", root, "--cluster", "c1").out)
+    vfio = [d for s in inventory["items"] for d in s["spec"].get("devices", []) if d["name"].startswith("gpu-vfio")]
+    assert len(vfio) == 16 + 4  # every GPU without MIG gets a twin once the gate is on, the regular pool's too
+    assert vfio[0]["attributes"]["type"] == {"string": "vfio"} and "addressableMemory" in vfio[0]["capacity"]
+    assert gpuc("render", root, "-o", tmp_path / "out").code == 0
+
+
+def test_ordinary_workloads_stay_off_passthrough_gpus(fleet):
+    loose = workload_doc("train", "team", gpu={"count": 1})  # no require: the A100s' regular twins match too
+    result = gpuc("validate", fleet(clusters=[cluster_doc(pools=VM_POOLS)], workloads={"w.yaml": [loose]}))
+    assert result.code == 1 and "could also be allocated on passthrough pool(s) 'vm'" in result.err and "narrow gpu.require" in result.err
+    same = [VM_POOLS[0], {**VM_POOLS[1], "gpu": {"model": "H100-80GB", "count": 8}}]
+    result = gpuc("validate", fleet(clusters=[cluster_doc(pools=same)], workloads={"w.yaml": [VM]}))
+    assert result.code == 2 and "spec.nodePools[1].passthrough" in result.err and "the same GPUs (H100-80GB)" in result.err
+
+
+def test_passthrough_refusals_name_the_field(fleet):
+    old = gpuc("validate", fleet(clusters=[cluster_doc(driver="25.8.1", pools=VM_POOLS)], workloads={"w.yaml": [VM]}))
+    assert old.code == 2 and "Passthrough, which needs driver 25.12 or newer" in old.err
+    mig = [VM_POOLS[0], {**VM_POOLS[1], "mig": {"layout": "all-balanced"}}]
+    assert "has MIG; the driver hands only GPUs without MIG" in gpuc("validate", fleet(clusters=[cluster_doc(pools=mig)])).err
+    dynamic = [VM_POOLS[1], {"name": "a30", "nodes": 1, "gpu": {"model": "A30-24GB", "count": 4}, "mig": {"layout": "dynamic"}}]
+    assert "refuses feature gates DynamicMIG and PassthroughSupport together" in gpuc(
+        "validate", fleet(clusters=[cluster_doc(pools=dynamic)])).err
+    cases = [({"count": 2, "passthrough": True, "require": H100_ONLY}, "spec.gpu.require"),
+             ({"count": "auto", "passthrough": True}, "spec.gpu.count"),
+             ({"count": 1, "passthrough": True, "sharing": "Shared"}, "spec.gpu.sharing")]
+    for gpu, field in cases:
+        result = gpuc("validate", fleet(clusters=[cluster_doc(pools=VM_POOLS)], workloads={"w.yaml": [workload_doc("v", "vms", gpu=gpu)]}))
+        assert result.code == 2 and field in result.err and "passthrough" in result.err, (field, result.err)
+    nowhere = gpuc("validate", fleet(clusters=[cluster_doc()], workloads={"w.yaml": [VM]}))
+    assert nowhere.code == 1 and "not a passthrough pool" in nowhere.err
+
+
+# ------------------------------------------------------------------------------- NICs: selectors, one per GPU
+
+SRIOV = "device.attributes['rdma.nvidia.com'].sriovType == 'vf'"
+NIC_POOL = {"name": "h100", "nodes": 2, "gpu": {"model": "H100-80GB", "count": 8},
+            "nics": {"driver": "rdma.nvidia.com", "deviceClass": "rdma.nvidia.com", "count": 8, "attributes": {"sriovType": "vf"}}}
+
+
+def test_each_gpu_gets_its_own_nic_on_its_own_root(fleet, tmp_path):
+    job = workload_doc("allreduce", "research", replicas=2, gpu={"count": 4, "nics": {"count": 1, "cel": [SRIOV]}})
+    root = fleet(clusters=[cluster_doc(pools=[NIC_POOL])], workloads={"w.yaml": [job]})
+    devices = only(compile_single(root), "ResourceClaimTemplate")["spec"]["spec"]["devices"]
+    assert [r["name"] for r in devices["requests"]] == ["gpu-0", "gpu-1", "gpu-2", "gpu-3", "nic-0", "nic-1", "nic-2", "nic-3"]
+    assert devices["requests"][0]["exactly"] == {"deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": 1}
+    assert devices["requests"][4]["exactly"] == {"deviceClassName": "rdma.nvidia.com", "allocationMode": "ExactCount", "count": 1,
+                                                 "selectors": [{"cel": {"expression": SRIOV}}]}
+    assert devices["constraints"] == [{"requests": [f"gpu-{i}", f"nic-{i}"], "matchAttribute": "resource.kubernetes.io/pcieRoot"}
+                                      for i in range(4)]
+    plan = json.loads(gpuc("plan", root, "--output", "json").out)["clusters"][0]
+    assert plan["feasible"]
+    for pod in plan["pods"]:  # every GPU's NIC is the one on its root (NIC i on GPU i's root: 8 NICs for 8 GPUs)
+        got = {d["request"]: d["device"] for d in pod["claims"][0]["devices"]}
+        assert all(got[f"nic-{i}"] == got[f"gpu-{i}"].replace("gpu", "nic") for i in range(4)), got
+    assert gpuc("render", root, "-o", tmp_path / "out").code == 0
+
+
+def test_a_nic_selector_the_nics_do_not_satisfy_leaves_the_pod_unplaced(fleet):
+    pool = {**NIC_POOL, "nics": {**NIC_POOL["nics"], "attributes": {"sriovType": "pf"}}}
+    job = workload_doc("allreduce", "research", gpu={"count": 1, "nics": {"cel": [SRIOV]}})
+    result = gpuc("plan", fleet(clusters=[cluster_doc(pools=[pool])], workloads={"w.yaml": [job]}))
+    assert result.code == 1 and "nic" in result.out
+
+
+def test_nics_on_half_the_roots_fit_half_the_gpus(fleet):
+    pool = {**NIC_POOL, "nics": {"driver": "rdma.nvidia.com", "deviceClass": "rdma.nvidia.com", "count": 4}}  # on GPUs 0, 2, 4, 6
+    two = workload_doc("pair", "research", gpu={"count": 2, "nics": 1}, replicas=4)  # 4 pods x 2 GPUs, each GPU needing a NIC
+    assert gpuc("plan", fleet(clusters=[cluster_doc(pools=[pool])], workloads={"w.yaml": [two]})).code == 0
+    more = workload_doc("pair", "research", gpu={"count": 2, "nics": 1}, replicas=5)  # 8 NIC roots in the cluster hold 4 pairs
+    assert gpuc("plan", fleet(clusters=[cluster_doc(pools=[pool])], workloads={"w.yaml": [more]})).code == 1
+

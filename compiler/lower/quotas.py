@@ -23,7 +23,7 @@ def critical_pod_quotas(cluster: ResolvedCluster, releases: list[HelmRelease]) -
         return []
     quota = critical_pods_quota()
     source = ("spec.provider",)
-    out = []
+    out: list[KubeObject] = []
     for release in sorted(releases, key=lambda r: r.namespace):
         if release.component not in CRITICAL_COMPONENTS or any(o.namespace == release.namespace for o in out):
             continue

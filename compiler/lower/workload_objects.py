@@ -15,7 +15,7 @@ from ..validate.resolved import ResolvedCluster
 from . import selectors as sel
 from .claims import ClaimRef
 from .graph import KubeObject, Wave
-from .meta import KEEP_NAMESPACE, MISSING_CRD_OK, SYNC_OPTIONS, WORKLOAD, hashed_name, make_object, replacements_of
+from .meta import KEEP_NAMESPACE, MISSING_CRD_OK, SYNC_OPTIONS, WORKLOAD, Sources, hashed_name, make_object, replacements_of
 from .tolerations import tolerations
 
 IMMUTABLE_FIELDS = "gpuc.dev/immutable-fields"
@@ -125,7 +125,7 @@ def nim_objects(plan: WorkloadPlan, claim: ClaimRef | None, compute_domain_name:
 def namespace_object(cluster: ResolvedCluster, namespace: str, origin: SourceDoc, admin_access: bool = False) -> KubeObject:
     """A workloads' Namespace; with admin_access, the label without which the API server refuses a claim with adminAccess."""
     label = admin_access_label(cluster.api.minor) if admin_access else None
-    sources = {"": ("metadata.namespace",), **({"metadata.labels": ("spec.gpu.adminAccess",)} if label else {})}
+    sources: Sources = {"": ("metadata.namespace",), **({"metadata.labels": ("spec.gpu.adminAccess",)} if label else {})}
     return make_object("v1", "Namespace", namespace, wave=Wave.NODE_CONFIG, component="namespaces", origin=origin,
                        labels={label: "true"} if label else None, annotations={SYNC_OPTIONS: KEEP_NAMESPACE}, sources=sources)
 

@@ -87,6 +87,9 @@ class PoolNics(Model):
     driver: DnsSubdomain = Field(description="the NIC DRA driver's name (its ResourceSlices' spec.driver)")
     device_class: DnsSubdomain = Field(description="the DeviceClass that driver's chart creates for these NICs")
     count: int = Field(ge=1, le=16, description="NICs per node, spread evenly over the GPUs' PCIe roots")
+    attributes: dict[str, str | int | bool] = Field(
+        default_factory=dict, description="attributes the NIC driver publishes on these NICs besides pcieRoot (e.g. sriovType: "
+                                          "vf), in its own domain: gpuc's synthesized NICs carry them, so gpu.nics.cel selects on them")
 
 
 class NodePool(Model):
@@ -229,6 +232,14 @@ class MultiNode(Model):
     nodes: int = Field(ge=2, le=1024)
 
 
+class GpuNics(Model):
+    """RDMA NICs of another DRA driver, per GPU, on that GPU's PCIe root."""
+
+    count: int = Field(1, ge=1, le=8, description="NICs per GPU")
+    cel: list[str] = Field(default_factory=list, description="CEL selectors on the NICs, in the NIC driver's attribute domain, "
+                                                             "e.g. device.attributes['sriovnetwork.example.com'].sriovType == 'vf'")
+
+
 GpuCount = Annotated[Literal["auto"] | Annotated[int, Field(ge=1, le=32)], Field(union_mode="left_to_right")]
 
 
@@ -268,8 +279,11 @@ class GpuRequest(Model):
     mig: MigMix | None = None
     fabric: Fabric | None = None
     multi_node: MultiNode | None = None
-    nics: int | None = Field(None, ge=1, le=8, description="RDMA NICs per pod on the same PCIe root as its GPU (count: 1); the "
-                                                         "serving pools declare them in nodePools[].nics")
+    nics: Annotated[int, Field(ge=1, le=8)] | GpuNics | None = Field(
+        None, union_mode="left_to_right",
+        description="RDMA NICs per GPU on that GPU's PCIe root (a number, or {count, cel} to select among them); with count N, "
+                    "each GPU gets a request pair of its own (gpu-<i>, nic-<i>) aligned by matchAttribute; the serving pools "
+                    "declare the NICs in nodePools[].nics")
     passthrough: bool = Field(
         False, description="whole GPUs for a VM (KubeVirt-style): a request on vfio.gpu.nvidia.com with a VfioDeviceConfig, "
                            "served by pools with passthrough: true (driver 25.12+, gate PassthroughSupport)")
@@ -282,6 +296,14 @@ class GpuRequest(Model):
     @classmethod
     def _count(cls, v: Any) -> Any:
         return _count_value(v)
+
+    @property
+    def nics_per_gpu(self) -> int | None:
+        return self.nics.count if isinstance(self.nics, GpuNics) else self.nics
+
+    @property
+    def nic_selectors(self) -> list[str]:
+        return list(self.nics.cel) if isinstance(self.nics, GpuNics) else []
 
     # The one notion of sharing every stage uses.
     @property

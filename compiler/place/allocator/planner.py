@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 from ...cel import Quantity
 from ...facts.driver import gpu_driver
+from ...facts.platform import standard_attribute
 from ...validate.resolved import ResolvedCluster
 from ..held import NO_USE, ClusterUse
 from ..inventory import Inventory
@@ -240,13 +241,19 @@ def _shape(claim: PodClaim) -> object:
 
 
 OTHER_NODES = "(other nodes)"
+PCI_DOMAIN, _, PCI_NAME = standard_attribute("pciBusID").rpartition("/")
 
 
 def _physical_gpu(device, pool: str) -> str | None:
-    """The GPU a device lives on: its own UUID, or its MIG parent's; None for non-GPU devices."""
+    """The GPU a device lives on: its PCI address where published (a GPU, its MIG devices and its vfio twin
+    share it; the vfio device's UUID is not the GPU's), else its own UUID or its MIG parent's; None for
+    non-GPU devices."""
     attrs = device.attributes.get(GPU_DRIVER)
     if device.driver != GPU_DRIVER or attrs is None:
         return None
+    bus = device.attributes.get(PCI_DOMAIN, {}).get(PCI_NAME)
+    if bus is not None:
+        return f"{pool}/pci:{bus}"
     uuid = attrs.get("parentUUID") if attrs.get("type") == "mig" else attrs.get("uuid")
     return f"{pool}/{uuid or device.name}"
 

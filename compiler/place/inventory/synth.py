@@ -28,6 +28,7 @@ from ...facts.driver import (
     gates_on,
     gpu_driver,
     static_mig_memory_slice,
+    vfio_device_name,
 )
 from ...facts.mig import fit_mix
 from ...facts.platform import SliceLayout, slice_layout, standard_attribute
@@ -148,10 +149,15 @@ _VALUES: dict[str, Callable[[_Ctx], AttrValue | None]] = {
     "partition2": _partition(2),
     "partition4": _partition(4),
     "partition8": _partition(8),
+    "deviceID": lambda c: c.host.model.pci_device_ids[0].lower() if c.host.model.pci_device_ids else None,
+    "vendorID": lambda c: VENDOR_ID,
+    "numa": lambda c: c.gpu.numa,
+    "iommuFDEnabled": lambda c: False,
 }
+VENDOR_ID = "0x10de"  # NVIDIA's PCI vendor id, as the driver formats it (fmt "0x%04x")
 # The attributes whose values differ between the nodes of one pool. Every other _VALUES entry depends
 # only on the pool and the device's place on its node, which lets _Builder compute those once per pool.
-_PER_NODE = frozenset({"uuid", "parentUUID"})
+_PER_NODE = frozenset({"uuid", "parentUUID"})  # a vfio device's uuid comes from the same source as the GPU's
 _PER_NODE_SOURCES = frozenset(_VALUES[name] for name in _PER_NODE)
 _VARYING = frozenset(qualify(name, GPU_DRIVER) for name in _PER_NODE)  # Inventory.varying of a synthesized inventory
 
@@ -239,6 +245,10 @@ class _Builder:
         )
         self.gpu_facts = _attribute_plan(device_attributes(setup.line, "gpu"), setup.gates)
         self.mig_facts = _attribute_plan(device_attributes(setup.line, "mig"), setup.gates)
+        # PassthroughSupport: every GPU without MIG devices is published a second time, for vfio-pci
+        self.vfio_facts = (_attribute_plan(device_attributes(setup.line, "vfio"), setup.gates)
+                           if "PassthroughSupport" in setup.gates else None)
+        self.vfio_capacity = {GPU_DRIVER: {"addressableMemory": Quantity.of_bytes(model.memory_bytes)}}
         # device's place on a node -> its attributes on the first node, the plan entries that differ per node, its template
         self._templates: dict[tuple, tuple[dict[str, dict[str, AttrValue]], Plan, int]] = {}
         self._template_ids = templates
@@ -294,7 +304,11 @@ class _Builder:
                 out.append((self._static_mig(gpu), {}))
             else:
                 ctx = _Ctx(self.host, gpu, "gpu", gpu.uuid, i)
-                out.append(([self.device(f"gpu-{i}", ctx, self.gpu_facts, ("gpu", i), self.full_capacity)], {}))
+                devices = [self.device(f"gpu-{i}", ctx, self.gpu_facts, ("gpu", i), self.full_capacity)]
+                if self.vfio_facts is not None:
+                    vfio = _Ctx(self.host, gpu, "vfio", _stable_uuid(gpu.bus_id, node, "vfio"), i)
+                    devices.append(self.device(vfio_device_name(i), vfio, self.vfio_facts, ("vfio", i), self.vfio_capacity))
+                out.append((devices, {}))
         return out
 
     def _static_mig(self, gpu: _Gpu) -> list[Device]:
@@ -440,13 +454,16 @@ def _alike_slice(node: str, driver: str, devices: CdDevices) -> ResourceSlice:
 
 def _nic_devices(pool: ResolvedPool, templates: Iterator[int]) -> tuple[str, CdDevices]:
     """A pool's NICs (another driver's devices) as that driver would publish them: NIC i on the PCIe root of
-    GPU i x gpus/nics, the standard attribute a claim aligns GPU and NIC on; alike on every node."""
+    GPU i x gpus/nics, the standard attribute a claim aligns GPU and NIC on, and the attributes the pool says
+    the driver publishes (in the driver's domain); alike on every node."""
     nics = pool.spec.nics
     assert nics is not None
     roots = host_defaults()["pcieRoots"]
     gpus = pool.spec.gpu.count
     domain, _, name = standard_attribute("pcieRoot").rpartition("/")
-    return nics.driver, [(f"nic-{i}", {domain: {name: roots[i * gpus // nics.count]}}, next(templates)) for i in range(nics.count)]
+    own = {nics.driver: dict(nics.attributes)} if nics.attributes else {}
+    return nics.driver, [(f"nic-{i}", {domain: {name: roots[i * gpus // nics.count]}, **own}, next(templates))
+                         for i in range(nics.count)]
 
 
 def node_names(pool: ResolvedPool) -> list[str]:
