@@ -270,3 +270,29 @@ def test_nics_on_half_the_roots_fit_half_the_gpus(fleet):
     more = workload_doc("pair", "research", gpu={"count": 2, "nics": 1}, replicas=5)  # 8 NIC roots in the cluster hold 4 pairs
     assert gpuc("plan", fleet(clusters=[cluster_doc(pools=[pool])], workloads={"w.yaml": [more]})).code == 1
 
+
+# ------------------------------------------------------------------------------ NIM with DRA on Kubernetes 1.33
+
+CHAT = workload_doc("chat", "serving", model=nim_model(), secrets=NIM_SECRETS, gpu={"count": 1})
+
+
+def test_a_nim_on_kubernetes_1_33_compiles_with_nim_operator_3_0(fleet, tmp_path):
+    root = fleet(clusters=[cluster_doc(kubernetes="1.33", driver="25.8.1", nimOperator={"version": "3.0.2"})], workloads={"w.yaml": [CHAT]})
+    result = gpuc("render", root, "-o", tmp_path / "out", "--crds", REFERENCE, "--require-crds")
+    assert result.code == 0, result.err
+    compiled = compile_single(root)
+    template = only(compiled, "ResourceClaimTemplate")
+    assert template["apiVersion"] == "resource.k8s.io/v1beta2"  # what NIM Operator 3.0 reads
+    service = only(compiled, "NIMService")
+    assert service["spec"]["draResources"] == [{"resourceClaimTemplateName": template["metadata"]["name"]}]
+
+
+def test_nim_operator_lines_are_refused_on_the_kubernetes_they_do_not_read(fleet):
+    cases = [("1.33", "25.8.1", "3.1.2", "spec.nimOperator.version", "use NIM Operator 3.0.x (before 3.1.0)"),
+             ("1.34", "25.12.0", "3.0.2", "spec.nimOperator.version", "use NIM Operator 3.1.x or newer"),
+             ("1.34", "25.12.0", "2.0.0", "spec.nimOperator.version", "has no draResources (they arrive in 3.0.0)"),
+             ("1.32", "25.8.1", "3.0.2", "spec.model", "NIM's DRA support starts with Kubernetes 1.33")]
+    for kubernetes, driver, nim, field, says in cases:
+        root = fleet(clusters=[cluster_doc(kubernetes=kubernetes, driver=driver, nimOperator={"version": nim})], workloads={"w.yaml": [CHAT]})
+        result = gpuc("validate", root)
+        assert result.code == 2 and field in result.err and says in result.err, (kubernetes, nim, result.err)
