@@ -31,6 +31,7 @@ from .emit.tree import cluster_files
 from .load.fleet import FleetFiles, load_fleet
 from .load.git import materialize
 from .load.state import ClusterState
+from .load.state import read_state as read_state  # the Pulumi program reads gpuc:state through the pipeline
 from .load.yaml_source import SourceDoc
 from .lower import lower_cluster
 from .lower.graph import CompiledCluster

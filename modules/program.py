@@ -20,9 +20,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from compiler.diagnostics import InfeasibleError, InputError, show_paths_from
-from compiler.load.state import ClusterState, read_state
 from compiler.lower.graph import CompiledCluster
-from compiler.pipeline import CheckOptions, CompileOptions, OutputRejected, compile_fleet
+from compiler.pipeline import CheckOptions, ClusterState, CompileOptions, OutputRejected, compile_fleet, read_state
 
 from .cluster import GpuCluster
 from .components import UnknownComponent
