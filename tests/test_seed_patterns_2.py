@@ -296,3 +296,43 @@ def test_nim_operator_lines_are_refused_on_the_kubernetes_they_do_not_read(fleet
         root = fleet(clusters=[cluster_doc(kubernetes=kubernetes, driver=driver, nimOperator={"version": nim})], workloads={"w.yaml": [CHAT]})
         result = gpuc("validate", root)
         assert result.code == 2 and field in result.err and says in result.err, (kubernetes, nim, result.err)
+
+
+# -------------------------------------------------------------------------- several GPU models on one node
+
+MIXED = ["mix-a", "mix-b"]
+MIXED_POOLS = [{"name": "h100", "nodes": 2, "gpu": {"model": "H100-80GB", "count": 4}, "nodeNames": MIXED},
+               {"name": "l4", "nodes": 2, "gpu": {"model": "L4-24GB", "count": 2}, "nodeNames": MIXED, "labels": {"team": "ml"}}]
+
+
+def test_a_node_with_two_gpu_models_is_one_driver_pool_planned_per_model(fleet, tmp_path):
+    train = workload_doc("train", "team", replicas=2, gpu={"count": 4, "require": {"productName": "NVIDIA H100 80GB HBM3"}})
+    small = workload_doc("small", "team", replicas=3, gpu={"count": 1, "require": {"productName": "NVIDIA L4"}})
+    root = fleet(clusters=[cluster_doc(pools=MIXED_POOLS)], workloads={"w.yaml": [train, small]})
+    inventory = yaml.safe_load(gpuc("inventory", root, "--cluster", "c1").out)["items"]
+    node_a = [s for s in inventory if s["spec"]["nodeName"] == "mix-a" and s["spec"]["driver"] == "gpu.nvidia.com"]
+    assert len(node_a) == 1 and node_a[0]["spec"]["pool"] == {"name": "mix-a", "generation": 1, "resourceSliceCount": 1}
+    devices = node_a[0]["spec"]["devices"]
+    assert [d["name"] for d in devices] == [f"gpu-{i}" for i in range(6)]  # the L4s numbered after the H100s
+    assert [d["attributes"]["productName"]["string"] for d in devices] == ["NVIDIA H100 80GB HBM3"] * 4 + ["NVIDIA L4"] * 2
+    assert len({d["attributes"]["resource.kubernetes.io/pciBusID"]["string"] for d in devices}) == 6
+    plan = json.loads(gpuc("plan", root, "--output", "json").out)["clusters"][0]
+    assert plan["feasible"] and plan["inventory"]["nodes"] == 2
+    assert {p["pool"]: (p["nodes"], p["gpus"], p["after"]["gpusUsed"]) for p in plan["pools"]} == {"h100": (2, 8, 8), "l4": (2, 4, 3)}
+    assert gpuc("render", root, "-o", tmp_path / "out").code == 0
+    patch = yaml.safe_load((tmp_path / "out" / "c1" / "1-node-mix-a.yaml").read_text())  # one patch, both pools' labels
+    assert patch["metadata"]["labels"] == {"nvidia.com/gpu.dra": "true", "team": "ml"}
+
+
+def test_pools_on_the_same_nodes_must_agree_on_the_node(fleet):
+    def refused(pools, *says):
+        result = gpuc("validate", fleet(clusters=[cluster_doc(pools=pools)]))
+        assert result.code == 2 and all(s in result.err for s in says), result.err
+
+    h100, l4 = MIXED_POOLS
+    refused([h100, {**l4, "nodeNames": ["mix-a", "mix-c"]}], "node 'mix-a' is also listed in pool 'h100'", "list the same nodeNames")
+    refused([h100, {**l4, "allocation": "devicePlugin"}], "spec.nodePools[1].allocation", "a node has one")
+    refused([h100, {**l4, "gpu": {"model": "H100-80GB", "count": 2}}], "same GPU model", "one pool with the sum")
+    refused([h100, {**l4, "taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]}], "different taints")
+    refused([{**h100, "mig": {"layout": "all-balanced"}}, l4], "spec.nodePools[0].mig", "several GPU models")
+    refused([{**h100, "gpu": {"model": "H100-80GB", "count": 8}}, {**l4, "gpu": {"model": "L4-24GB", "count": 9}}], "17 GPUs per node")

@@ -14,7 +14,7 @@ from ..facts.driver import capability, gates, parse_driver_version
 from ..facts.mig import fit_mix
 from ..facts.platform import dra_gate_note, dra_gates, parse_kubernetes_version
 from .documents import Fleet, Intent
-from .intents import Cluster
+from .intents import Cluster, NodePool
 from .resolved import ResolvedCluster, ResolvedPool
 
 
@@ -80,16 +80,18 @@ def resolve_cluster(intent: Intent[Cluster], findings: Findings, extra_models: d
                                   "name is the cluster's name in Argo CD; server is its API URL"))
     pools = []
     names: dict[str, int] = {}
-    node_names: dict[str, str] = {}
+    node_names: dict[str, NodePool] = {}
     for index, pool in enumerate(spec.node_pools):
         path = ("spec", "nodePools", index)
         if pool.name in names:
             findings.add(intent.error(path + ("name",), f"duplicate node pool '{pool.name}'", "pool names must be unique in a cluster"))
         names[pool.name] = index
         for n in pool.node_names or []:
-            if n in node_names:
-                findings.add(intent.error(path + ("nodeNames",), f"node '{n}' is also listed in pool '{node_names[n]}'"))
-            node_names[n] = pool.name
+            other = node_names.get(n)
+            if other is not None and set(other.node_names or []) != set(pool.node_names or []):
+                findings.add(intent.error(path + ("nodeNames",), f"node '{n}' is also listed in pool '{other.name}'",
+                                          "pools on the same nodes (one per GPU model of a node) list the same nodeNames"))
+            node_names.setdefault(n, pool)
         if pool.node_names is not None and len(pool.node_names) != pool.nodes:
             findings.add(intent.error(path + ("nodeNames",), f"lists {len(pool.node_names)} names for {pool.nodes} nodes",
                                       "list one name per node, or drop nodeNames"))

@@ -254,9 +254,12 @@ class _Builder:
         self._template_ids = templates
         count = pool.spec.gpu.count
         offered = set(pool.partitions)
+        # A node may hold the GPUs of several pools (one per model): this pool's are numbered after the earlier ones'.
+        self.offset = cluster.gpu_offset(pool)
+        on_node = sum(p.spec.gpu.count for p in cluster.node_mates(pool))
         # per GPU slot of a node, what every node of the pool has there: PCI address, root, NUMA node, partitions
-        self._slots = [(defaults["pciBusIds"][i], defaults["pcieRoots"][i], i * defaults["numaNodes"] // count,
-                        {size: pid for size, pid in ids.items() if size in offered})
+        self._slots = [(defaults["pciBusIds"][self.offset + i], defaults["pcieRoots"][self.offset + i],
+                        (self.offset + i) * defaults["numaNodes"] // on_node, {size: pid for size, pid in ids.items() if size in offered})
                        for i, ids in partition_ids(count).items()]
         self._cluster_name = cluster.name
         self.full_capacity = {GPU_DRIVER: {"memory": Quantity.of_bytes(model.memory_bytes)}}
@@ -291,7 +294,8 @@ class _Builder:
 
     def gpu(self, node: str, i: int) -> _Gpu:
         bus_id, root, numa, parts = self._slots[i]
-        return _Gpu(i, "GPU-" + _stable_uuid(self._cluster_name, node, i), bus_id, root, numa, parts)
+        index = self.offset + i  # the GPU's minor on its node
+        return _Gpu(index, "GPU-" + _stable_uuid(self._cluster_name, node, index), bus_id, root, numa, parts)
 
     def groups(self, node: str) -> list[tuple[list[Device], dict[str, dict[str, Quantity]]]]:
         """Per GPU: its devices and the counter sets they consume."""
@@ -303,11 +307,11 @@ class _Builder:
             elif self.static_layout:
                 out.append((self._static_mig(gpu), {}))
             else:
-                ctx = _Ctx(self.host, gpu, "gpu", gpu.uuid, i)
-                devices = [self.device(f"gpu-{i}", ctx, self.gpu_facts, ("gpu", i), self.full_capacity)]
+                ctx = _Ctx(self.host, gpu, "gpu", gpu.uuid, gpu.index)
+                devices = [self.device(f"gpu-{gpu.index}", ctx, self.gpu_facts, ("gpu", i), self.full_capacity)]
                 if self.vfio_facts is not None:
-                    vfio = _Ctx(self.host, gpu, "vfio", _stable_uuid(gpu.bus_id, node, "vfio"), i)
-                    devices.append(self.device(vfio_device_name(i), vfio, self.vfio_facts, ("vfio", i), self.vfio_capacity))
+                    vfio = _Ctx(self.host, gpu, "vfio", _stable_uuid(gpu.bus_id, node, "vfio"), gpu.index)
+                    devices.append(self.device(vfio_device_name(gpu.index), vfio, self.vfio_facts, ("vfio", i), self.vfio_capacity))
                 out.append((devices, {}))
         return out
 
@@ -481,14 +485,20 @@ def synthesize(cluster: ResolvedCluster, chart_values: dict[str, Any],
     templates = itertools.count()
     cd_driver, cd_devices = _compute_domain_devices(templates) if setup.compute_domains else ("", [])
     for pool in cluster.dra_pools:
-        builder = _Builder(cluster, pool, setup, templates) if setup.gpus else None
-        labels = tuple(sorted((node_labels or {}).get(pool.name, {}).items()))
+        mates = cluster.node_mates(pool)
+        if mates[0] is not pool:
+            continue  # its nodes were built with the first pool on them: one driver pool per node holds every GPU
+        builders = [_Builder(cluster, p, setup, templates) for p in mates] if setup.gpus else []
+        merged: dict[str, str] = {}
+        for p in mates:
+            merged.update((node_labels or {}).get(p.name, {}))
+        labels = tuple(sorted(merged.items()))
         packing: Packing | None = None
         nic_driver, nics = _nic_devices(pool, templates) if pool.spec.nics is not None else ("", [])
         for node in node_names(pool):
-            nodes.append(NodeInfo(node, pool.name, labels))
-            if builder is not None:
-                groups = builder.groups(node)
+            nodes.append(NodeInfo(node, pool.name, labels, tuple(p.name for p in mates[1:])))
+            if builders:
+                groups = [g for b in builders for g in b.groups(node)]
                 if packing is None:
                     packing = _packing(groups, layout)
                 slices.extend(_pack(node, groups, packing))
