@@ -31,6 +31,7 @@ from .emit.tree import cluster_files
 from .load.fleet import FleetFiles, load_fleet
 from .load.git import materialize
 from .load.state import ClusterState
+from .load.state import read_state as read_state  # the Pulumi program reads gpuc:state through the pipeline
 from .load.yaml_source import SourceDoc
 from .lower import lower_cluster
 from .lower.graph import CompiledCluster
@@ -41,7 +42,7 @@ from .validate.documents import CheckedDocument, Fleet, build_fleet
 from .validate.resolution import resolve_clusters
 from .validate.resolved import ResolvedCluster
 from .validate.rules import check_intents
-from .validate.state_models import models_from_state
+from .validate.state_models import models_from_state, provider_from_state
 
 # Called in the process that built a cluster that passed every check, with its rendered files and
 # the files byte-identical to the previous tree's (`render` stages them: emit.staging.stage_cluster).
@@ -69,16 +70,16 @@ class CompileOptions:
 
 def validate_clusters(source: str | os.PathLike[str] | FleetFiles,
                       checked_early: Callable[[SourceDoc], CheckedDocument | None] | None = None,
-                      state: ClusterState | None = None) -> tuple[Fleet, dict[str, ResolvedCluster], Findings]:
+                      state: ClusterState | None = None, only: str | None = None) -> tuple[Fleet, dict[str, ResolvedCluster], Findings]:
     """Every document checked and every cluster resolved, which is all that compiling a cluster needs.
     The workload rules (validate.rules.check_intents) are still to run and may add errors. Raises
-    InputError when what is here already fails."""
+    InputError when what is here already fails. `only`: the cluster `state` describes."""
     findings = Findings()
     files = source if isinstance(source, FleetFiles) else load_fleet(source)
     findings.extend(files.warnings)
     fleet = build_fleet(files, findings, checked_early)
     findings.raise_if_errors()
-    resolved = resolve_clusters(fleet, findings, models_from_state(state))
+    resolved = resolve_clusters(fleet, findings, models_from_state(state), {only: provider_from_state(state)} if only else {})
     if findings.errors:
         check_intents(fleet, resolved, findings)  # every mistake in one run
         findings.raise_if_errors()
@@ -181,7 +182,7 @@ def compile_fleet(source: str | os.PathLike[str] | LoadedFleet, options: Compile
     built, clusters) as each cluster finishes. `source` is a fleet directory, or one runner.load read."""
     with without_cyclic_gc():
         loaded = source if isinstance(source, LoadedFleet) else load(source, options.jobs)
-        fleet, resolved, findings = validate_clusters(loaded.files, loaded.checked_early, options.state)
+        fleet, resolved, findings = validate_clusters(loaded.files, loaded.checked_early, options.state, options.only)
         only = options.only
         if only is not None and only not in resolved and not options.missing_ok:
             check_intents(fleet, resolved, findings)  # mistakes in the fleet come first

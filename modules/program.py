@@ -6,7 +6,8 @@ input errors, output the API server or the driver would refuse, and pods that ca
 end as a `pulumi.RunError` carrying gpuc's diagnostics (file, line, field, hint), which Pulumi prints
 without a Python traceback, before any resource is registered. The stack config has render's escape
 hatches: `gpuc:allowInfeasible` (--allow-infeasible) and `gpuc:allowReplace` (--allow-replace, judged
-against `gpuc:previous`, a rendered tree, as `gpuc validate --previous` does).
+against `gpuc:previous`, a rendered tree, as `gpuc validate --previous` does), and render's `--state`:
+`gpuc:state`, the export file(s) of the running cluster.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pulumi_kubernetes as k8s
 
 from compiler.diagnostics import InfeasibleError, InputError, show_paths_from
 from compiler.lower.graph import CompiledCluster
-from compiler.pipeline import CheckOptions, CompileOptions, OutputRejected, compile_fleet
+from compiler.pipeline import CheckOptions, ClusterState, CompileOptions, OutputRejected, compile_fleet, read_state
 
 from .cluster import GpuCluster
 from .components import UnknownComponent
@@ -38,6 +39,7 @@ class StackSettings:
     allow_infeasible: bool = False  # render --allow-infeasible: pods that cannot be placed are warnings
     allow_replace: bool = False  # render --allow-replace: accept replacing a NIMService (judged against `previous`)
     previous: Path | None = None  # a rendered tree (DIR/<cluster>/ inside) that updates are judged against
+    state: tuple[Path, ...] = ()  # render --state: exports of the running cluster (its slices, claims, nodes)
 
     @classmethod
     def from_config(cls, project_root: Path) -> StackSettings:
@@ -47,7 +49,22 @@ class StackSettings:
         return cls(stack=pulumi.get_stack(), fleet=project_root / config.require("fleet"),
                    kubeconfig=config.get_secret("kubeconfig"), context=config.get("context"),
                    allow_infeasible=bool(config.get_bool("allowInfeasible")), allow_replace=bool(config.get_bool("allowReplace")),
-                   previous=project_root / previous if previous else None)
+                   previous=project_root / previous if previous else None,
+                   state=tuple(project_root / name for name in _state_files(config)))
+
+
+def _state_files(config: pulumi.Config) -> list[str]:
+    """`gpuc:state`: one export file, or a list of them (`pulumi config set --path 'gpuc:state[0]' state.yaml`)."""
+    raw = config.get("state")
+    if raw is None:
+        return []
+    value = config.get_object("state") if raw.lstrip().startswith("[") else raw
+    if isinstance(value, str) and value:
+        return [value]
+    if isinstance(value, list) and value and all(isinstance(v, str) and v for v in value):
+        return list(value)
+    raise pulumi.RunError(f"gpuc: stack '{pulumi.get_stack()}': gpuc:state must be a file name or a list of them "
+                          f"(kubectl exports of the running cluster, relative to the project root), got {raw!r}")
 
 
 def _fail(settings: StackSettings, exc: InputError) -> NoReturn:
@@ -68,9 +85,10 @@ def compile_stack(settings: StackSettings) -> CompiledCluster:
         raise pulumi.RunError(f"gpuc: stack '{settings.stack}': gpuc:previous {settings.previous} is not a directory; "
                               "set it to the rendered tree (e.g. rendered) or remove it")
     show_paths_from(settings.fleet)  # findings name files as seen from where `pulumi up` runs
-    options = CompileOptions(only=settings.stack, checks=CheckOptions(allow_replace=settings.allow_replace),
-                             previous=settings.previous, allow_infeasible=settings.allow_infeasible, missing_ok=True)
     try:
+        state = _read_state(settings)
+        options = CompileOptions(only=settings.stack, checks=CheckOptions(allow_replace=settings.allow_replace),
+                                 previous=settings.previous, allow_infeasible=settings.allow_infeasible, missing_ok=True, state=state)
         compilation = compile_fleet(settings.fleet, options)
     except InputError as exc:
         _fail(settings, exc)
@@ -87,6 +105,16 @@ def compile_stack(settings: StackSettings) -> CompiledCluster:
     compiled = compilation.clusters[settings.stack].compiled
     assert compiled is not None  # it passed the gate
     return compiled
+
+
+def _read_state(settings: StackSettings) -> ClusterState | None:
+    """The running cluster of `gpuc:state`, read as `--state` reads it (its warnings become Pulumi warnings)."""
+    if not settings.state:
+        return None
+    state = read_state([str(p) for p in settings.state], "gpuc:state")
+    for warning in state.warnings:
+        pulumi.log.warn(warning.render())
+    return state
 
 
 def cluster_provider(settings: StackSettings) -> k8s.Provider:

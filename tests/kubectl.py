@@ -234,3 +234,14 @@ class ApiServer:
     def __exit__(self, *exc: Any) -> None:
         self._httpd.shutdown()
         self._httpd.server_close()
+
+
+def gh200_slice(node: str, product: str = "NVIDIA GH200 480GB") -> dict[str, Any]:
+    """A node's slice with one GPU the catalog does not hold, as the driver publishes it."""
+    device = {"name": "gpu-0", "attributes": {
+        "productName": {"string": product}, "architecture": {"string": "Hopper"}, "type": {"string": "gpu"},
+        "brand": {"string": "Nvidia"}, "cudaComputeCapability": {"version": "9.0.0"}, "driverVersion": {"version": "570.124.6"},
+        "uuid": {"string": f"GPU-{node}"}}, "capacity": {"memory": {"value": "97871Mi"}}}
+    return obj("resource.k8s.io/v1", "ResourceSlice", f"{node}-gpu.nvidia.com-x1", manager="gpu-kubelet-plugin", spec={
+        "driver": "gpu.nvidia.com", "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+        "devices": [device]})

@@ -133,9 +133,9 @@ def test_share_group_members_must_agree_on_gpu_settings(fleet):
 
 # --------------------------------------------------------------------------------------------- NIM
 
-def test_nim_needs_kubernetes_134(fleet):
+def test_nim_on_kubernetes_133_needs_the_3_0_line(fleet):
     path = fleet(clusters=[cluster_doc(kubernetes="1.33")], workloads={"w.yaml": [nim()]})
-    render_rejected(path, "spec.model: NIM's DRA support needs Kubernetes >= 1.34; cluster 'c1' runs 1.33")
+    render_rejected(path, "spec.nimOperator.version: NIM Operator 3.1.2 reads claims as resource.k8s.io/v1", "use NIM Operator 3.0.x")
 
 
 def test_nim_needs_nim_operator(fleet):
@@ -146,7 +146,7 @@ def test_nim_needs_nim_operator(fleet):
 
 def test_nim_operator_before_v1_dra(fleet):
     path = fleet(clusters=[cluster_doc(nimOperator={"version": "3.0.2"})], workloads={"w.yaml": [nim()]})
-    render_rejected(path, "clusters/c1.yaml:", "NIM Operator 3.0.2 predates resource.k8s.io/v1 draResources")
+    render_rejected(path, "clusters/c1.yaml:", "NIM Operator 3.0.2 reads claims as resource.k8s.io/v1beta2")
 
 
 def test_named_shared_claim_with_replicas_on_nim(fleet):

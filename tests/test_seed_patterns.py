@@ -190,10 +190,10 @@ def test_a_gpu_and_an_rdma_nic_on_one_pcie_root(fleet, tmp_path):
     assert gpuc("plan", many).code == 1  # 8 NICs in the cluster: the ninth pod finds no NIC on its GPU's root
 
 
-def test_nic_alignment_needs_one_gpu_and_a_pool_with_nics(fleet):
-    wide = workload_doc("wide", "research", gpu={"count": 2, "nics": 2})
-    result = gpuc("validate", fleet(clusters=[cluster_doc(pools=[NIC_POOL])], workloads={"w.yaml": [wide]}))
-    assert result.code == 1 and "spec.gpu.nics" in result.err and "use gpu.count: 1" in result.err
+def test_nic_alignment_needs_whole_gpus_and_a_pool_with_nics(fleet):
+    sized = workload_doc("sized", "research", model=nim_model(), secrets=NIM_SECRETS, gpu={"count": "auto", "nics": 1})
+    result = gpuc("validate", fleet(clusters=[cluster_doc(pools=[NIC_POOL])], workloads={"w.yaml": [sized]}))
+    assert result.code == 1 and "spec.gpu.nics" in result.err and "set gpu.count to a number" in result.err
     bare = workload_doc("bare", "research", gpu={"count": 1, "nics": 1})
     result = gpuc("validate", fleet(workloads={"w.yaml": [bare]}))
     assert "declares no NICs (nodePools[].nics)" in result.err
@@ -207,19 +207,10 @@ def test_a_gpu_outside_the_catalog_renders_from_the_slices_the_cluster_publishes
     root = fleet(clusters=[cluster_doc(pools=pools)], workloads={"w.yaml": [workload_doc("llm", replicas=2, gpu={"count": 1})]})
     unknown = gpuc("validate", root)
     assert unknown.code == 2 and f"unknown GPU model '{product}'" in unknown.err
-    assert "pass the cluster's ResourceSlices with --state and name the model by the productName" in unknown.err
-
-    def gpu_slice(node: str) -> dict:
-        device = {"name": "gpu-0", "attributes": {
-            "productName": {"string": product}, "architecture": {"string": "Hopper"}, "type": {"string": "gpu"},
-            "brand": {"string": "Nvidia"}, "cudaComputeCapability": {"version": "9.0.0"}, "driverVersion": {"version": "570.124.6"},
-            "uuid": {"string": f"GPU-{node}"}}, "capacity": {"memory": {"value": "97871Mi"}}}
-        return kubectl.obj("resource.k8s.io/v1", "ResourceSlice", f"{node}-gpu.nvidia.com-x1", manager="gpu-kubelet-plugin", spec={
-            "driver": "gpu.nvidia.com", "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-            "devices": [device]})
+    assert "pass the cluster's ResourceSlices with --state (Pulumi: stack config gpuc:state)" in unknown.err
 
     state = tmp_path / "state.yaml"
-    state.write_text(kubectl.yaml_export([gpu_slice("gh-0"), gpu_slice("gh-1")]))
+    state.write_text(kubectl.yaml_export([kubectl.gh200_slice("gh-0"), kubectl.gh200_slice("gh-1")]))
     result = gpuc("render", root, "-o", tmp_path / "out", "--cluster", "c1", "--state", state)
     assert result.code == 0, result.err
     plan = json.loads(gpuc("plan", root, "--cluster", "c1", "--state", state, "--output", "json").out)["clusters"][0]

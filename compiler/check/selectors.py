@@ -24,6 +24,7 @@ from ..place.allocator.pods import device_classes
 from ..place.allocator.reasons import pretty, values_hint
 from ..place.allocator.requests import ClaimError, DeviceClass, parse_claim_spec, parse_device_class
 from ..place.inventory import Device, Inventory, published
+from ..place.inventory.published import with_nics
 from ..place.inventory.selection import select
 from ..plan.sizing import floor_text
 from ..validate.intents import Require
@@ -83,7 +84,7 @@ class _Checker:
     def __init__(self, compiled: CompiledCluster, inventory: Inventory) -> None:
         self.compiled = compiled
         self.cluster = compiled.cluster
-        self.published: Published = published(compiled.cluster.driver)
+        self.published: Published = with_nics(published(compiled.cluster.driver), compiled.cluster.pools)
         self.inventory = inventory
         self.devices = list(inventory.devices)
         self.classes = device_classes(compiled, dra_values(compiled))

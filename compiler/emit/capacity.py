@@ -243,7 +243,7 @@ def cluster_map(plan: AllocationPlan) -> ClusterMap:
             node_devices.setdefault(node, []).append(d)
     pools: list[PoolMap] = []
     for usage in plan.pools:
-        members = [n.name for n in inventory.nodes if (n.pool or "(unnamed)") == usage.pool]
+        members = [n.name for n in inventory.nodes if (n.pool or "(unnamed)") == usage.pool or usage.pool in n.also]
         rows: dict[tuple, NodeRow] = {}
         for node in members:
             gpus = _node_gpus(node_devices.get(node, []), pool_of, held)

@@ -8,6 +8,7 @@ from typing import Any
 from ..facts import catalog, load_table
 from ..facts.driver import driver_lines
 from ..facts.platform import dra_gates, gpu_operator, nim_operator
+from ..facts.providers import providers
 
 
 def _profiles(model: catalog.GpuModel) -> list[str]:
@@ -33,6 +34,8 @@ def catalog_data() -> dict[str, Any]:
                                for version, entry in kubernetes.items()],
         "gpuOperator": {"gpuClusterModeSince": gpu_operator()["gpuCluster"]["since"]},
         "nimOperator": {"chart": nim_operator()["chart"]["name"]},
+        "providers": [{"provider": p.key, "name": p.name, "draNodeLabels": dict(p.dra_node_labels), "nodeSetup": p.node_setup,
+                       "criticalPodsQuota": p.critical_pods_quota, "docs": p.docs} for p in providers().values()],
     }
 
 
@@ -49,4 +52,10 @@ def catalog_text(data: dict[str, Any]) -> str:
     for k in data["kubernetesVersions"]:
         lines.append(f"  {k['version']}  {k['resourceApi']}; DRA gates on by default: {', '.join(k['draGatesOnByDefault']) or 'none'}")
     lines += ["", f"GPU Operator: gpuOperator.mode gpuCluster from {data['gpuOperator']['gpuClusterModeSince']}"]
+    lines += ["", "Managed Kubernetes (spec.provider): what a DRA pool needs there"]
+    for p in data["providers"]:
+        needs = [f"node labels {', '.join(f'{k}={v}' for k, v in p['draNodeLabels'].items())}"] if p["draNodeLabels"] else []
+        needs += [p["nodeSetup"]] if p["nodeSetup"] else []
+        needs += ["a ResourceQuota admitting system-node-critical pods (gpuc emits it)"] if p["criticalPodsQuota"] else []
+        lines.append(f"  {p['provider']}  {p['name']}: {'; '.join(needs)} ({p['docs']})")
     return "\n".join(lines) + "\n"

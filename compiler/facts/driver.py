@@ -174,6 +174,11 @@ def device_attributes(line: DriverLine, device_type: str) -> dict[str, Attribute
     return out
 
 
+def vfio_device_name(index: int) -> str:
+    """`gpu-vfio-<index>`: the name the driver publishes a GPU under for vfio-pci (PassthroughSupport)."""
+    return str(load_table("dra_driver")["vfioDeviceName"]).format(index=index)
+
+
 def device_capacities(device_type: str) -> list[str]:
     return list(load_table("dra_driver")["capacities"][device_type])
 

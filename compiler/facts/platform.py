@@ -82,6 +82,12 @@ def dra_gate_note(name: str, minor: int) -> str:
             "API server, the scheduler and the kubelets" + (f", or upgrade to 1.{gate.beta}, where it is on" if gate.beta and not gate.beta_off else ""))
 
 
+def admin_access_label(minor: int) -> str | None:
+    """The namespace label (value "true") Kubernetes 1.<minor> requires for claims with adminAccess; None before 1.33."""
+    keys = [(int(v.split(".")[1]), key) for v, key in load_table("kubernetes")["adminAccessNamespaceLabel"].items()]
+    return max(((since, key) for since, key in keys if since <= minor), default=(0, None))[1]
+
+
 def dra_limits() -> dict[str, int]:
     return dict(load_table("kubernetes")["limits"])
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..facts.driver import ChartRef
 from ..facts.platform import nim_operator
 from ..plan import ClusterPlan, WorkloadPlan
-from ..validate.documents import Fleet, target_clusters
+from ..validate.documents import RESERVED_NAMESPACES, Fleet, target_clusters
 from ..validate.features import cluster_features
 from .argocd import lower_argocd
 from .claims import lower_claims
@@ -13,9 +13,8 @@ from .dra_driver import lower_dra_driver
 from .extended_resources import extended_resource_classes
 from .graph import CompiledCluster, HelmRelease, Wave
 from .node_config import DEVICE_PLUGIN_VALUES, device_plugin_values, lower_node_config
+from .quotas import critical_pod_quotas
 from .workload_objects import compute_domain, lower_device_class, namespace_object, nim_objects
-
-RESERVED_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease"}
 
 
 def lower_cluster(plan: ClusterPlan, fleet: Fleet) -> CompiledCluster:
@@ -41,12 +40,18 @@ def lower_cluster(plan: ClusterPlan, fleet: Fleet) -> CompiledCluster:
             chart=ChartRef(facts["chart"]["name"], facts["chart"]["repository"], op.version),
             values={}, wave=Wave.CHARTS, component="nim-operator", origin=cluster.intent.source))
 
+    compiled.objects.extend(critical_pod_quotas(cluster, compiled.releases))
     chart_namespaces = {r.namespace for r in compiled.releases}
     first_in: dict[str, WorkloadPlan] = {}  # namespace -> its alphabetically first workload, the Namespace's source
     for p in sorted(plans, key=lambda p: p.name):
         first_in.setdefault(p.namespace, p)
+    admin: dict[str, WorkloadPlan] = {}  # namespace -> its first admin-access workload, the source of its label
+    for p in sorted(plans, key=lambda p: p.name):
+        if p.workload.spec.gpu.admin_access:
+            admin.setdefault(p.namespace, p)
     for namespace in sorted(set(first_in) - RESERVED_NAMESPACES - chart_namespaces):
-        compiled.objects.append(namespace_object(cluster, namespace, first_in[namespace].intent.source))
+        origin = admin.get(namespace, first_in[namespace]).intent.source
+        compiled.objects.append(namespace_object(cluster, namespace, origin, namespace in admin))
 
     for cls in fleet.classes.values():
         if cluster.name in target_clusters(cls.model, fleet):

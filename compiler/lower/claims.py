@@ -9,6 +9,7 @@ Claim specs are immutable, so names carry a hash of the spec: a changed spec is 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +44,7 @@ class Request:
     origin: tuple[str, ...]  # the intent fields the whole request comes from
     capacity: tuple[tuple[str, str], ...] = ()  # capacity.requests (consumable capacity): name -> amount as written
     alternatives: tuple[Request, ...] = ()  # firstAvailable subrequests, tried in order (the request has no body of its own)
+    admin: bool = False  # adminAccess: sees devices other claims hold; count 0 means allocationMode All
 
 
 def request_name(profile: str) -> str:
@@ -81,6 +83,15 @@ def requests_for(plan: WorkloadPlan) -> list[Request]:
     if gpu.fractional and gpu.memory is not None:
         capacity = (("memory", gpu.memory.text),)
         sources["capacity"] = ("spec.gpu.memory", "spec.gpu.sharing")
+    if gpu.passthrough:  # whole GPUs for a VM: the vfio twins of the passthrough pools' GPUs
+        ids = sorted({i for m in plan.matches if m.ok for i in m.pool.gpu.pci_device_ids})
+        sources = {"deviceClassName": ("spec.gpu.passthrough",), "count": ("spec.gpu.count", "spec.gpu"),
+                   "selectors": ("spec.gpu.passthrough",)}
+        return [Request("gpu", builtin_class_for("vfio"), plan.gpus or 1, (sel.device_id_in(ids),), sources, ("spec.gpu",))]
+    if gpu.admin_access:
+        sources.update({"adminAccess": ("spec.gpu.adminAccess",), "allocationMode": ("spec.gpu.count", "spec.gpu.adminAccess")})
+        count = gpu.count if isinstance(gpu.count, int) else 0  # every matching GPU of the node
+        return [Request("gpu", gpu.class_ or builtin_class_for("gpu"), count, tuple(selectors), sources, ("spec.gpu",), admin=True)]
     return [Request("gpu", gpu.class_ or builtin_class_for("gpu"), plan.gpus or 1, tuple(selectors), sources, ("spec.gpu",),
                     capacity)]
 
@@ -111,12 +122,30 @@ def _count_source(plan: WorkloadPlan) -> tuple[str, ...]:
     return ("spec.gpu.count", "spec.model", "spec.gpu") if plan.workload.spec.model is not None else ("spec.gpu.count", "spec.gpu")
 
 
+def _nic_pairs(gpus: Request, nic_class_name: str, gpu: GpuRequest) -> tuple[list[Request], list[Request]]:
+    """One GPU request and one NIC request per GPU (`gpu`/`nic` for one GPU, `gpu-<i>`/`nic-<i>` for more), so each
+    pair's matchAttribute covers one GPU and its NICs, not every GPU of the pod."""
+    n = gpus.count
+    names = [("gpu", NIC_REQUEST)] if n == 1 else [(f"gpu-{i}", f"{NIC_REQUEST}-{i}") for i in range(n)]
+    nic_sources: Sources = {"deviceClassName": ("spec.gpu.nics",), "count": ("spec.gpu.nics.count", "spec.gpu.nics"),
+                            "selectors": ("spec.gpu.nics.cel", "spec.gpu.nics")}
+    nic_sources.update({f"selectors[{j}]": (f"spec.gpu.nics.cel[{j}]", "spec.gpu.nics") for j in range(len(gpu.nic_selectors))})
+    gpu_reqs = [dataclasses.replace(gpus, name=g, count=1, sources={**gpus.sources, "count": ("spec.gpu.count", "spec.gpu")})
+                for g, _ in names]
+    nic_reqs = [Request(nic, nic_class_name, gpu.nics_per_gpu or 1, tuple(gpu.nic_selectors), nic_sources, ("spec.gpu.nics",))
+                for _, nic in names]
+    return gpu_reqs, nic_reqs
+
+
 def _request_body(req: Request) -> dict[str, Any]:
-    body: dict[str, Any] = {"deviceClassName": req.device_class, "allocationMode": "ExactCount", "count": req.count}
+    body: dict[str, Any] = ({"deviceClassName": req.device_class, "allocationMode": "All"} if req.admin and not req.count
+                            else {"deviceClassName": req.device_class, "allocationMode": "ExactCount", "count": req.count})
     if req.selectors:
         body["selectors"] = sel.selector_list(list(req.selectors))
     if req.capacity:
         body["capacity"] = {"requests": dict(req.capacity)}
+    if req.admin:
+        body["adminAccess"] = True
     return body
 
 
@@ -166,9 +195,12 @@ def opaque_config(plan: WorkloadPlan, cluster: ResolvedCluster, request_names: l
         params["sharing"] = sharing
     if gpu.fabric is not None and cluster.spec.dra_driver.fabric == "topologyConfig":
         params["fabricTopologyConfig"] = fabric_topology_config(gpu)
-    if not params:
+    if gpu.passthrough:
+        kind = "VfioDeviceConfig"  # the driver's default for a vfio device, written out: the claim says what it gets
+    elif not params:
         return []
-    kind = "MigDeviceConfig" if gpu.mig is not None else "GpuConfig"
+    else:
+        kind = "MigDeviceConfig" if gpu.mig is not None else "GpuConfig"
     return [{"requests": request_names,
              "opaque": {"driver": sel.DRIVER, "parameters": {"apiVersion": config_api_version(), "kind": kind, **params}}}]
 
@@ -194,9 +226,11 @@ def claim_spec_with_sources(plan: WorkloadPlan, cluster: ResolvedCluster) -> tup
     gpu = plan.workload.spec.gpu
     gpu_reqs = requests_for(plan)
     nic = nic_class(plan)
-    # NICs of another driver on the GPU's PCIe root (the WG's GPU + RDMA NIC alignment)
-    reqs = gpu_reqs + ([Request(NIC_REQUEST, nic, gpu.nics or 1, (), {"deviceClassName": ("spec.gpu.nics",), "count": ("spec.gpu.nics",)},
-                                ("spec.gpu.nics",))] if nic is not None else [])
+    pairs: list[list[str]] = []
+    if nic is not None:  # NICs of another driver on each GPU's PCIe root (the WG's GPU + RDMA NIC alignment)
+        gpu_reqs, nic_reqs = _nic_pairs(gpu_reqs[0], nic, gpu)
+        pairs = [[g.name, n.name] for g, n in zip(gpu_reqs, nic_reqs)]
+    reqs = gpu_reqs + (nic_reqs if nic is not None else [])
     devices: dict[str, Any] = {"requests": [_request_manifest(r, cluster.api.flat_requests) for r in reqs]}
     sources: Sources = {"devices.requests": ("spec.gpu.mig.slices", "spec.gpu")}
     for i, r in enumerate(reqs):
@@ -206,8 +240,7 @@ def claim_spec_with_sources(plan: WorkloadPlan, cluster: ResolvedCluster) -> tup
         body = f"devices.requests[{i}]" + ("" if cluster.api.flat_requests else ".exactly")
         sources.update(prefixed(body, r.sources))
     cons = constraints(plan, cluster, gpu_reqs)
-    if nic is not None:
-        cons.append({"requests": [r.name for r in reqs], "matchAttribute": PCIE_ROOT})
+    cons.extend({"requests": pair, "matchAttribute": PCIE_ROOT} for pair in pairs)
     if cons:
         devices["constraints"] = cons
         sources["devices.constraints"] = (("spec.gpu.mig.sameGpu", "spec.gpu.mig") if gpu.mig is not None
@@ -216,7 +249,7 @@ def claim_spec_with_sources(plan: WorkloadPlan, cluster: ResolvedCluster) -> tup
     config = opaque_config(plan, cluster, [r.name for r in gpu_reqs])  # the GPU driver's config is for its own requests
     if config:
         devices["config"] = config
-        sources["devices.config"] = ("spec.gpu.sharing", "spec.gpu")
+        sources["devices.config"] = ("spec.gpu.passthrough",) if gpu.passthrough else ("spec.gpu.sharing", "spec.gpu")
         sources.update(prefixed("devices.config[0].opaque.parameters", _config_sources(gpu)))
     return {"devices": devices}, [r.name for r in reqs], sources
 

@@ -99,6 +99,7 @@ def pool_labels(cluster: ResolvedCluster) -> dict[str, dict[str, str]]:
                 labels[facts["devicePluginDeployLabel"]] = "false"
         if uses_mig and cluster.spec.gpu_operator.mode != "gpuCluster":  # no MIG Manager reads the label there
             labels[facts["migConfigLabel"]] = ("all-enabled" if pool.mig_dynamic else pool.mig_config or "all-disabled")
+        labels.update(pool.spec.labels)  # the pool's own (a provider's, say); validation keeps them off gpuc's keys
         out[pool.name] = dict(sorted(labels.items()))
     return out
 
@@ -163,10 +164,14 @@ def lower_node_config(cluster: ResolvedCluster, driver_values: dict[str, Any]
             sources={"": ("spec.nodePools",)}))
     labels = pool_labels(cluster)
     for pool in cluster.pools:
+        mates = cluster.node_mates(pool)
+        if mates[0] is not pool:
+            continue  # one patch per node, with the labels of every pool on it (validation keeps them consistent)
+        merged = {k: v for p in mates for k, v in labels[p.name].items()}
         for node in pool.spec.node_names or []:
-            if labels[pool.name]:
+            if merged:
                 objects.append(make_object(
                     "v1", "Node", node, wave=Wave.NODE_CONFIG, component="node-config", origin=ref,
-                    labels=labels[pool.name], annotations={SYNC_OPTIONS: SSA_PATCH, **PATCH_FORCE}, patch=True, managed=False,
-                    sources={"": (f"spec.nodePools[{pool.index}].nodeNames", f"spec.nodePools[{pool.index}]")}))
+                    labels=dict(sorted(merged.items())), annotations={SYNC_OPTIONS: SSA_PATCH, **PATCH_FORCE}, patch=True,
+                    managed=False, sources={"": (f"spec.nodePools[{pool.index}].nodeNames", f"spec.nodePools[{pool.index}]")}))
     return releases, objects, labels

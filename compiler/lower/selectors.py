@@ -34,6 +34,12 @@ def min_memory(quantity_text: str) -> str:
     return f"{capacity('memory')}.compareTo(quantity({literal(quantity_text)})) >= 0"
 
 
+def device_id_in(ids: list[str]) -> str:
+    """A vfio device's PCI device id (`0x2330`): the one attribute that names its GPU model, since its
+    productName is the PCI database's name, not NVML's."""
+    return f"{attribute('deviceID')} in [{', '.join(literal(i.lower()) for i in ids)}]"  # the driver prints "0x%04x"
+
+
 def profile_is(profile: str) -> str:
     return f"{attribute('profile')} == {literal(profile)}"
 

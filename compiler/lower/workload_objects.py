@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..facts.driver import config_api_version
-from ..facts.platform import gpu_operator, nim_operator
+from ..facts.platform import admin_access_label, gpu_operator, nim_operator
 from ..load.yaml_source import SourceDoc
 from ..plan import WorkloadPlan
 from ..validate.documents import Intent
@@ -15,7 +15,7 @@ from ..validate.resolved import ResolvedCluster
 from . import selectors as sel
 from .claims import ClaimRef
 from .graph import KubeObject, Wave
-from .meta import KEEP_NAMESPACE, MISSING_CRD_OK, SYNC_OPTIONS, WORKLOAD, hashed_name, make_object, replacements_of
+from .meta import KEEP_NAMESPACE, MISSING_CRD_OK, SYNC_OPTIONS, WORKLOAD, Sources, hashed_name, make_object, replacements_of
 from .tolerations import tolerations
 
 IMMUTABLE_FIELDS = "gpuc.dev/immutable-fields"
@@ -122,9 +122,12 @@ def nim_objects(plan: WorkloadPlan, claim: ClaimRef | None, compute_domain_name:
     return [cache, service]
 
 
-def namespace_object(cluster: ResolvedCluster, namespace: str, origin: SourceDoc) -> KubeObject:
+def namespace_object(cluster: ResolvedCluster, namespace: str, origin: SourceDoc, admin_access: bool = False) -> KubeObject:
+    """A workloads' Namespace; with admin_access, the label without which the API server refuses a claim with adminAccess."""
+    label = admin_access_label(cluster.api.minor) if admin_access else None
+    sources: Sources = {"": ("metadata.namespace",), **({"metadata.labels": ("spec.gpu.adminAccess",)} if label else {})}
     return make_object("v1", "Namespace", namespace, wave=Wave.NODE_CONFIG, component="namespaces", origin=origin,
-                       annotations={SYNC_OPTIONS: KEEP_NAMESPACE}, sources={"": ("metadata.namespace",)})
+                       labels={label: "true"} if label else None, annotations={SYNC_OPTIONS: KEEP_NAMESPACE}, sources=sources)
 
 
 SERVICE_SOURCES = {

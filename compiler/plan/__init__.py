@@ -9,11 +9,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from ..diagnostics import Findings
+from ..diagnostics import Findings, one_of
 from ..validate.documents import Fleet, Intent
 from ..validate.intents import GpuWorkload, Require
 from ..validate.resolved import ResolvedCluster
-from .matching import PoolMatch, match_pools
+from .matching import PoolMatch, match_pools, require_mismatch
 from .sizing import GIB, CacheSize, Sizing, cache_size, memory_floor, model_bytes, size_model
 
 
@@ -97,6 +97,7 @@ def plan_workload(cluster: ResolvedCluster, intent: Intent[GpuWorkload], fleet: 
                                   "relax gpu.require, or add a matching pool to the cluster"))
     _check_channel_only(intent, cluster, serving, findings)
     _check_nics(intent, serving, findings)
+    _check_off_passthrough(intent, cluster, class_require(fleet, w), findings)
     group = w.share_group
     if gpu.alternatives is not None:
         return _plan_alternatives(cluster, intent, fleet, findings, shared_with)
@@ -138,16 +139,31 @@ def plan_workload(cluster: ResolvedCluster, intent: Intent[GpuWorkload], fleet: 
     return WorkloadPlan(intent, matches, count, sizing, min_memory, group, compute_domain=domain)
 
 
+def _check_off_passthrough(intent: Intent[GpuWorkload], cluster: ResolvedCluster, cls: Require | None, findings: Findings) -> None:
+    """The driver publishes a passthrough pool's GPUs as regular GPUs too, also while VMs hold them: an ordinary
+    full-GPU workload whose selectors match them could be given one (admin access allocates nothing)."""
+    gpu = intent.model.spec.gpu
+    if gpu.passthrough or gpu.admin_access or gpu.mig is not None:
+        return
+    pools = [p.name for p in cluster.pools if p.spec.passthrough and p.dra and not require_mismatch(p, gpu.require)
+             and not require_mismatch(p, cls) and not any(require_mismatch(p, a.require) for a in gpu.alternatives or [])]
+    if pools:
+        findings.add(intent.error(("spec", "gpu"), f"this workload's GPUs could also be allocated on passthrough pool(s) "
+                                  f"{one_of(pools)} of cluster '{cluster.name}', whose GPUs the driver also publishes as regular "
+                                  "GPUs while VMs hold them", "narrow gpu.require (productName, architecture) or gpu.class to the "
+                                  "other pools' GPUs"))
+
+
 def _check_nics(intent: Intent[GpuWorkload], serving: list[PoolMatch], findings: Findings) -> None:
-    """One NIC request aligned with one GPU by matchAttribute pcieRoot: every device of a claim's constrained
-    requests must share the value, so more GPUs than one would all need one root (which no server has)."""
+    """NICs aligned with each GPU by matchAttribute pcieRoot, one request pair and one constraint per GPU: a
+    constraint covers every device of the requests it names, so one over all GPUs would need them all on one root."""
     gpu = intent.model.spec.gpu
     if gpu.nics is None:
         return
-    if gpu.count != 1 or gpu.mig is not None or gpu.alternatives is not None or gpu.multi_node is not None or gpu.shared:
-        findings.add(intent.error(("spec", "gpu", "nics"), "NIC alignment pairs a pod's one GPU with NICs on its PCIe root "
-                                  "(matchAttribute resource.kubernetes.io/pcieRoot over every device of the claim)",
-                                  "use gpu.count: 1 with an exclusive whole GPU; for more GPUs, run one pod per GPU"))
+    if not isinstance(gpu.count, int) or gpu.mig is not None or gpu.alternatives is not None or gpu.multi_node is not None or gpu.shared:
+        findings.add(intent.error(("spec", "gpu", "nics"), "NIC alignment pairs each whole GPU of a pod with NICs on its PCIe root "
+                                  "(a request pair per GPU, matchAttribute resource.kubernetes.io/pcieRoot)",
+                                  "set gpu.count to a number of exclusive whole GPUs"))
     classes = {m.pool.spec.nics.device_class for m in serving if m.pool.spec.nics is not None}
     if len(classes) > 1:
         findings.add(intent.error(("spec", "gpu", "nics"), f"the serving pools name different NIC classes ({', '.join(sorted(classes))})",

@@ -78,6 +78,9 @@ def match_pools(cluster: ResolvedCluster, workload: GpuWorkload, class_require: 
             reason = "its GPUs are MIG-partitioned on demand; fractional GPU memory needs whole GPUs the driver shares"
         elif gpu.fractional and gpu.memory is not None and gpu.memory.bytes > pool.gpu.memory_bytes:
             reason = f"memory is {pool.gpu.memory_mib / 1024:.1f}Gi < {gpu.memory}"
+        if not reason and pool.spec.passthrough != gpu.passthrough:
+            reason = ("its GPUs go to VMs (passthrough); only gpu.passthrough workloads use them" if pool.spec.passthrough
+                      else "not a passthrough pool (nodePools[].passthrough)")
         if not reason and gpu.nics is not None and pool.spec.nics is None:
             reason = "declares no NICs (nodePools[].nics) to align with its GPUs"
         reason = (reason or require_mismatch(pool, gpu.require) or require_mismatch(pool, class_require)

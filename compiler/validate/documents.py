@@ -196,6 +196,8 @@ def _header(doc: SourceDoc, allowed: tuple[str, ...], where: str, findings: Find
 
 
 WORKLOAD_KINDS = ("GpuWorkload", "GpuDeviceClass")
+# Namespaces every cluster has and gpuc never creates (nor labels).
+RESERVED_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 _MODELS: dict[str, type[BaseModel]] = {"Cluster": Cluster, "GpuWorkload": GpuWorkload, "GpuDeviceClass": GpuDeviceClass}
 
 

@@ -21,6 +21,7 @@ class ClusterFeatures:
     dynamic_mig: bool  # some DRA pool lets the driver create MIG instances on demand
     gpu_resources: bool  # some pool is allocated through DRA
     fractional: bool = False  # some workload takes a fraction of a GPU's memory (consumable shares)
+    passthrough: bool = False  # some DRA pool hands its GPUs to VMs (vfio-pci)
 
     def capabilities(self, fabric_flavour: str) -> list[str]:
         caps = sorted(self.sharing)
@@ -28,6 +29,8 @@ class ClusterFeatures:
             caps.append("DynamicMIG")
         if self.fractional:
             caps.append("Fractional")
+        if self.passthrough:
+            caps.append("Passthrough")
         if self.fabric and fabric_flavour in ("partitionAttributes", "topologyConfig"):
             caps.append(fabric_flavour)
         return caps
@@ -43,6 +46,7 @@ def cluster_features(cluster: ResolvedCluster, workloads: list[GpuWorkload]) -> 
         dynamic_mig=any(p.mig_dynamic for p in cluster.dra_pools),
         gpu_resources=bool(cluster.dra_pools),
         fractional=any(w.spec.gpu.fractional for w in workloads),
+        passthrough=any(p.spec.passthrough for p in cluster.dra_pools),
     )
 
 

@@ -69,11 +69,14 @@ class NvLink(Model):
     partitions: list[Literal[2, 4, 8]] = Field(min_length=1)
 
 
+LabelKey = Annotated[str, Field(pattern=r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$", max_length=316)]
+LabelValue = Annotated[str, Field(pattern=r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$", max_length=63)]
+
+
 class Taint(Model):
     """A taint the pool's nodes carry (GKE and EKS GPU nodes: nvidia.com/gpu=present:NoSchedule)."""
 
-    key: str = Field(pattern=r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$", max_length=316,
-                     description="taint key, e.g. nvidia.com/gpu")
+    key: LabelKey = Field(description="taint key, e.g. nvidia.com/gpu")
     value: str = Field("", max_length=63, description="taint value (empty: any value is tolerated)")
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(description="taint effect")
 
@@ -84,6 +87,9 @@ class PoolNics(Model):
     driver: DnsSubdomain = Field(description="the NIC DRA driver's name (its ResourceSlices' spec.driver)")
     device_class: DnsSubdomain = Field(description="the DeviceClass that driver's chart creates for these NICs")
     count: int = Field(ge=1, le=16, description="NICs per node, spread evenly over the GPUs' PCIe roots")
+    attributes: dict[str, str | int | bool] = Field(
+        default_factory=dict, description="attributes the NIC driver publishes on these NICs besides pcieRoot (e.g. sriovType: "
+                                          "vf), in its own domain: gpuc's synthesized NICs carry them, so gpu.nics.cel selects on them")
 
 
 class NodePool(Model):
@@ -102,6 +108,13 @@ class NodePool(Model):
     nics: PoolNics | None = Field(None, description="NICs of another DRA driver on the pool's nodes, for gpu.nics alignment")
     taints: list[Taint] = Field(default_factory=list, description="taints the pool's nodes carry: gpuc derives the tolerations of "
                                                                   "the DRA kubelet plugin, the GPU Operator operands and the NIMServices")
+    labels: dict[LabelKey, LabelValue] = Field(
+        default_factory=dict, description="labels the pool's nodes carry beside gpuc's own (e.g. GKE's "
+                                          "gke-no-default-nvidia-gpu-device-plugin: \"true\" on DRA pools): emitted with the "
+                                          "other node labels (node-labels.yaml, Node patches)")
+    passthrough: bool = Field(
+        False, description="the pool's GPUs go to VMs through vfio-pci (KubeVirt-style): the driver's PassthroughSupport gate "
+                           "(25.12+) publishes them as vfio.gpu.nvidia.com devices, and only gpu.passthrough workloads may use them")
 
 
 class Destination(Model):
@@ -132,6 +145,11 @@ class Acknowledgement(Model):
 
 class ClusterSpec(Model):
     kubernetes_version: str = Field(description='Kubernetes minor version of the cluster, quoted: "1.34"')
+    provider: Literal["gke", "eks", "aks"] | None = Field(
+        None, description="managed Kubernetes provider: gpuc warns about node labels its DRA pools need (GKE: "
+                          "gke-no-default-nvidia-gpu-device-plugin) and emits the ResourceQuota that admits the DRA driver's "
+                          "system-node-critical pods where the provider requires one (GKE); with --state it is also recognised "
+                          "from the nodes' labels")
     dra_driver: DraDriverSpec
     gpu_operator: GpuOperatorSpec = GpuOperatorSpec()
     nim_operator: NimOperatorSpec | None = None
@@ -214,6 +232,14 @@ class MultiNode(Model):
     nodes: int = Field(ge=2, le=1024)
 
 
+class GpuNics(Model):
+    """RDMA NICs of another DRA driver, per GPU, on that GPU's PCIe root."""
+
+    count: int = Field(1, ge=1, le=8, description="NICs per GPU")
+    cel: list[str] = Field(default_factory=list, description="CEL selectors on the NICs, in the NIC driver's attribute domain, "
+                                                             "e.g. device.attributes['sriovnetwork.example.com'].sriovType == 'vf'")
+
+
 GpuCount = Annotated[Literal["auto"] | Annotated[int, Field(ge=1, le=32)], Field(union_mode="left_to_right")]
 
 
@@ -253,13 +279,31 @@ class GpuRequest(Model):
     mig: MigMix | None = None
     fabric: Fabric | None = None
     multi_node: MultiNode | None = None
-    nics: int | None = Field(None, ge=1, le=8, description="RDMA NICs per pod on the same PCIe root as its GPU (count: 1); the "
-                                                         "serving pools declare them in nodePools[].nics")
+    nics: Annotated[int, Field(ge=1, le=8)] | GpuNics | None = Field(
+        None, union_mode="left_to_right",
+        description="RDMA NICs per GPU on that GPU's PCIe root (a number, or {count, cel} to select among them); with count N, "
+                    "each GPU gets a request pair of its own (gpu-<i>, nic-<i>) aligned by matchAttribute; the serving pools "
+                    "declare the NICs in nodePools[].nics")
+    passthrough: bool = Field(
+        False, description="whole GPUs for a VM (KubeVirt-style): a request on vfio.gpu.nvidia.com with a VfioDeviceConfig, "
+                           "served by pools with passthrough: true (driver 25.12+, gate PassthroughSupport)")
+    admin_access: bool = Field(
+        False, description="management access (monitoring, health checks): the claim sees GPUs other claims hold, without "
+                            "allocating them (request adminAccess; every matching GPU of a node unless count is set); gpuc labels "
+                            "the namespace resource.kubernetes.io/admin-access, which the API server requires")
 
     @field_validator("count", mode="before")
     @classmethod
     def _count(cls, v: Any) -> Any:
         return _count_value(v)
+
+    @property
+    def nics_per_gpu(self) -> int | None:
+        return self.nics.count if isinstance(self.nics, GpuNics) else self.nics
+
+    @property
+    def nic_selectors(self) -> list[str]:
+        return list(self.nics.cel) if isinstance(self.nics, GpuNics) else []
 
     # The one notion of sharing every stage uses.
     @property

@@ -14,17 +14,22 @@ from ..facts.driver import capability, gates, parse_driver_version
 from ..facts.mig import fit_mix
 from ..facts.platform import dra_gate_note, dra_gates, parse_kubernetes_version
 from .documents import Fleet, Intent
-from .intents import Cluster
+from .intents import Cluster, NodePool
 from .resolved import ResolvedCluster, ResolvedPool
 
 
-def resolve_clusters(fleet: Fleet, findings: Findings, extra_models: dict[str, GpuModel] | None = None) -> dict[str, ResolvedCluster]:
+def resolve_clusters(fleet: Fleet, findings: Findings, extra_models: dict[str, GpuModel] | None = None,
+                     detected: dict[str, str | None] | None = None) -> dict[str, ResolvedCluster]:
     """The clusters' own rules, and each valid cluster resolved: all that compiling a cluster needs.
-    `extra_models`: GPUs outside the catalog that a running cluster's slices describe (validate.state_models)."""
+    `extra_models`: GPUs outside the catalog that a running cluster's slices describe; `detected`: cluster ->
+    the managed Kubernetes provider its state's nodes say it runs on (validate.state_models)."""
     clusters: dict[str, ResolvedCluster] = {}
     for name, intent in fleet.clusters.items():
         _check_paths(intent, fleet, findings)
         resolved = resolve_cluster(intent, findings, extra_models or {})
+        found = (detected or {}).get(name)
+        if resolved is not None and intent.model.spec.provider is None and found is not None:
+            resolved = dataclasses.replace(resolved, provider=found, provider_detected=True)
         if resolved is not None:
             clusters[name] = resolved
     return clusters
@@ -75,16 +80,18 @@ def resolve_cluster(intent: Intent[Cluster], findings: Findings, extra_models: d
                                   "name is the cluster's name in Argo CD; server is its API URL"))
     pools = []
     names: dict[str, int] = {}
-    node_names: dict[str, str] = {}
+    node_names: dict[str, NodePool] = {}
     for index, pool in enumerate(spec.node_pools):
         path = ("spec", "nodePools", index)
         if pool.name in names:
             findings.add(intent.error(path + ("name",), f"duplicate node pool '{pool.name}'", "pool names must be unique in a cluster"))
         names[pool.name] = index
         for n in pool.node_names or []:
-            if n in node_names:
-                findings.add(intent.error(path + ("nodeNames",), f"node '{n}' is also listed in pool '{node_names[n]}'"))
-            node_names[n] = pool.name
+            other = node_names.get(n)
+            if other is not None and set(other.node_names or []) != set(pool.node_names or []):
+                findings.add(intent.error(path + ("nodeNames",), f"node '{n}' is also listed in pool '{other.name}'",
+                                          "pools on the same nodes (one per GPU model of a node) list the same nodeNames"))
+            node_names.setdefault(n, pool)
         if pool.node_names is not None and len(pool.node_names) != pool.nodes:
             findings.add(intent.error(path + ("nodeNames",), f"lists {len(pool.node_names)} names for {pool.nodes} nodes",
                                       "list one name per node, or drop nodeNames"))
@@ -109,7 +116,7 @@ def resolve_cluster(intent: Intent[Cluster], findings: Findings, extra_models: d
         findings.add(dataclasses.replace(warning, code="driver-fork"))
     if not ok:
         return None
-    return ResolvedCluster(intent, api, line, tuple(pools))
+    return ResolvedCluster(intent, api, line, tuple(pools), provider=spec.provider)
 
 
 def _resolve_pool(intent, pool, index, line, api, findings, extra_models: dict[str, GpuModel]) -> ResolvedPool | None:
@@ -119,8 +126,8 @@ def _resolve_pool(intent, pool, index, line, api, findings, extra_models: dict[s
         findings.add(intent.error(path + ("gpu", "model"), f"unknown GPU model '{pool.gpu.model}'",
                                   did_you_mean(pool.gpu.model, models) or
                                   f"catalog models: {', '.join(catalog.gpu_models())} (`gpuc catalog`); for a GPU outside the "
-                                  "catalog, pass the cluster's ResourceSlices with --state and name the model by the productName "
-                                  "they publish"))
+                                  "catalog, pass the cluster's ResourceSlices with --state (Pulumi: stack config gpuc:state) and name the "
+                                  "model by the productName they publish"))
         return None
     gpu = models[pool.gpu.model]
     if pool.nvlink:

@@ -59,6 +59,8 @@ class ResolvedCluster:
     api: ResourceApi
     driver: DriverLine
     pools: tuple[ResolvedPool, ...]
+    provider: str | None = None  # managed Kubernetes provider: spec.provider, or recognised in --state (facts.providers)
+    provider_detected: bool = False  # recognised from the state's node labels, not written in the intent
 
     @property
     def name(self) -> str:
@@ -71,6 +73,19 @@ class ResolvedCluster:
     @property
     def dra_pools(self) -> tuple[ResolvedPool, ...]:
         return tuple(p for p in self.pools if p.dra)
+
+    def node_mates(self, pool: ResolvedPool) -> tuple[ResolvedPool, ...]:
+        """The pools on `pool`'s nodes, itself included, in pool order: one per GPU model of nodes that hold
+        several (pools listing the same nodeNames)."""
+        if not pool.spec.node_names:
+            return (pool,)
+        nodes = set(pool.spec.node_names)
+        return tuple(p for p in self.pools if p.spec.node_names and set(p.spec.node_names) == nodes)
+
+    def gpu_offset(self, pool: ResolvedPool) -> int:
+        """The index of the pool's first GPU on its nodes: the GPUs of the pools before it on the same nodes."""
+        mates = self.node_mates(pool)
+        return sum(p.spec.gpu.count for p in mates[:mates.index(pool)])
 
     @property
     def mixed_allocation(self) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 from ..facts import catalog
 from ..facts.catalog import MIB, GpuModel
 from ..facts.driver import gpu_driver
+from ..facts.providers import detect_provider
 from ..load.state import ClusterState
 from .types import quantity_value
 
@@ -20,6 +21,15 @@ from .types import quantity_value
 def _value(attrs: dict[str, Any], name: str) -> Any:
     raw = attrs.get(name)
     return next(iter(raw.values()), None) if isinstance(raw, dict) and len(raw) == 1 else None
+
+
+def provider_from_state(state: ClusterState | None) -> str | None:
+    """The managed Kubernetes provider the state's Nodes say the cluster runs on (a label all its nodes carry)."""
+    if state is None:
+        return None
+    nodes = [obj.metadata.get("labels") or {} for obj in state.of("", "Node")]
+    found = detect_provider(nodes)
+    return found.key if found else None
 
 
 def models_from_state(state: ClusterState | None) -> dict[str, GpuModel]:

@@ -157,11 +157,13 @@ def slice_pools(ctx: StatusContext) -> None:
             ctx.add("resource-slices", "warn", f"node {n.name} publishes {len(pool_names)} {ctx.driver} pools ({names(sorted(pool_names))})",
                     "one kubelet plugin per node publishes one pool named after the node: look for a second DRA driver "
                     "install (`helm list -A`)", slices[1])
-        if pool.mig_layout is None and not pool.mig_dynamic:
+        mates = ctx.compiled.cluster.node_mates(pool)  # the pools on this node, one per GPU model
+        if all(p.mig_layout is None and not p.mig_dynamic for p in mates):
             gpus = sum(1 for s in slices for d in s.spec.get("devices") or []
                        if ((d.get("attributes") or {}).get("type") or {}).get("string") == "gpu")
-            if slices and gpus != pool.spec.gpu.count:
-                short.append(f"{n.name} ({gpus} of {pool.spec.gpu.count})")
+            declared = sum(p.spec.gpu.count for p in mates)
+            if slices and gpus != declared:
+                short.append(f"{n.name} ({gpus} of {declared})")
     ns = ctx.compiled.cluster.spec.dra_driver.namespace
     if silent:
         ctx.add("resource-slices", "fail", f"{len(silent)} of {len(nodes)} GPU node(s) of the DRA pools publish no {ctx.driver} "

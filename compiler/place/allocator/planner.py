@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 from ...cel import Quantity
 from ...facts.driver import gpu_driver
+from ...facts.platform import standard_attribute
 from ...validate.resolved import ResolvedCluster
 from ..held import NO_USE, ClusterUse
 from ..inventory import Inventory
@@ -240,13 +241,19 @@ def _shape(claim: PodClaim) -> object:
 
 
 OTHER_NODES = "(other nodes)"
+PCI_DOMAIN, _, PCI_NAME = standard_attribute("pciBusID").rpartition("/")
 
 
 def _physical_gpu(device, pool: str) -> str | None:
-    """The GPU a device lives on: its own UUID, or its MIG parent's; None for non-GPU devices."""
+    """The GPU a device lives on: its PCI address where published (a GPU, its MIG devices and its vfio twin
+    share it; the vfio device's UUID is not the GPU's), else its own UUID or its MIG parent's; None for
+    non-GPU devices."""
     attrs = device.attributes.get(GPU_DRIVER)
     if device.driver != GPU_DRIVER or attrs is None:
         return None
+    bus = device.attributes.get(PCI_DOMAIN, {}).get(PCI_NAME)
+    if bus is not None:
+        return f"{pool}/pci:{bus}"
     uuid = attrs.get("parentUUID") if attrs.get("type") == "mig" else attrs.get("uuid")
     return f"{pool}/{uuid or device.name}"
 
@@ -260,13 +267,18 @@ def _measure(name: str, allocation: str, nodes: int, entries: list[tuple[int, st
 def usage(cluster: ResolvedCluster, inventory: Inventory, before: bytearray, after: bytearray) -> tuple[PoolUsage, ...]:
     """Physical GPUs and GPU-driver devices per node pool, in use before and after the plan."""
     pool_of = {n.name: n.pool or OTHER_NODES for n in inventory.nodes}
-    nodes = Counter(pool_of.values())
+    nodes = Counter(name for n in inventory.nodes for name in (n.pool or OTHER_NODES, *n.also))
+    # a node holding several pools' GPUs (one pool per model): each device goes to the pool of its model
+    by_model = {n.name: {p.gpu.product_name: p.name for p in cluster.pools if n.in_pool(p.name)} for n in inventory.nodes if n.also}
     entries: dict[str, list[tuple[int, str]]] = {}
     for device in inventory.devices:
         s = inventory.slices[device.slice_index]
         gpu = _physical_gpu(device, s.pool)
         if gpu is not None:
-            entries.setdefault(pool_of.get(device.node_name or s.node_name or "", OTHER_NODES), []).append((device.index, gpu))
+            node = device.node_name or s.node_name or ""
+            owner = (by_model[node].get(str(device.attribute("productName")), pool_of[node]) if node in by_model
+                     else pool_of.get(node, OTHER_NODES))
+            entries.setdefault(owner, []).append((device.index, gpu))
     out = []
     for pool in cluster.pools:
         if pool.dra:

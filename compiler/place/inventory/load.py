@@ -247,10 +247,13 @@ def _nodes(slices: list[ResourceSlice], cluster: ResolvedCluster, labels: dict[s
                 if isinstance(product, str):
                     found.add(product)
     order = {p.name: i for i, p in enumerate(cluster.pools)}
+    by_name = {p.name: p for p in cluster.pools}
     nodes = []
     for name, found in products.items():
         pool = node_pool(name, cluster, found)
-        nodes.append(NodeInfo(name, pool, tuple(sorted(labels.get(pool or "", {}).items()))))
+        mates = cluster.node_mates(by_name[pool]) if pool in by_name else ()
+        merged = {k: v for p in mates or [None] for k, v in labels.get(p.name if p else pool or "", {}).items()}
+        nodes.append(NodeInfo(name, pool, tuple(sorted(merged.items())), tuple(p.name for p in mates if p.name != pool)))
     return sorted(nodes, key=lambda n: (order.get(n.pool or "", len(order)), natural_key(n.name)))
 
 

@@ -83,6 +83,10 @@ class NodeInfo:
     name: str
     pool: str | None  # the gpuc node pool it belongs to, when known
     labels: tuple[tuple[str, str], ...] = ()
+    also: tuple[str, ...] = ()  # further node pools on the same node (one per GPU model of a node that holds several)
+
+    def in_pool(self, name: str) -> bool:
+        return self.pool == name or name in self.also
 
 
 @dataclass(frozen=True, slots=True)

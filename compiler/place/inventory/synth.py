@@ -28,6 +28,7 @@ from ...facts.driver import (
     gates_on,
     gpu_driver,
     static_mig_memory_slice,
+    vfio_device_name,
 )
 from ...facts.mig import fit_mix
 from ...facts.platform import SliceLayout, slice_layout, standard_attribute
@@ -148,10 +149,15 @@ _VALUES: dict[str, Callable[[_Ctx], AttrValue | None]] = {
     "partition2": _partition(2),
     "partition4": _partition(4),
     "partition8": _partition(8),
+    "deviceID": lambda c: c.host.model.pci_device_ids[0].lower() if c.host.model.pci_device_ids else None,
+    "vendorID": lambda c: VENDOR_ID,
+    "numa": lambda c: c.gpu.numa,
+    "iommuFDEnabled": lambda c: False,
 }
+VENDOR_ID = "0x10de"  # NVIDIA's PCI vendor id, as the driver formats it (fmt "0x%04x")
 # The attributes whose values differ between the nodes of one pool. Every other _VALUES entry depends
 # only on the pool and the device's place on its node, which lets _Builder compute those once per pool.
-_PER_NODE = frozenset({"uuid", "parentUUID"})
+_PER_NODE = frozenset({"uuid", "parentUUID"})  # a vfio device's uuid comes from the same source as the GPU's
 _PER_NODE_SOURCES = frozenset(_VALUES[name] for name in _PER_NODE)
 _VARYING = frozenset(qualify(name, GPU_DRIVER) for name in _PER_NODE)  # Inventory.varying of a synthesized inventory
 
@@ -239,14 +245,21 @@ class _Builder:
         )
         self.gpu_facts = _attribute_plan(device_attributes(setup.line, "gpu"), setup.gates)
         self.mig_facts = _attribute_plan(device_attributes(setup.line, "mig"), setup.gates)
+        # PassthroughSupport: every GPU without MIG devices is published a second time, for vfio-pci
+        self.vfio_facts = (_attribute_plan(device_attributes(setup.line, "vfio"), setup.gates)
+                           if "PassthroughSupport" in setup.gates else None)
+        self.vfio_capacity = {GPU_DRIVER: {"addressableMemory": Quantity.of_bytes(model.memory_bytes)}}
         # device's place on a node -> its attributes on the first node, the plan entries that differ per node, its template
         self._templates: dict[tuple, tuple[dict[str, dict[str, AttrValue]], Plan, int]] = {}
         self._template_ids = templates
         count = pool.spec.gpu.count
         offered = set(pool.partitions)
+        # A node may hold the GPUs of several pools (one per model): this pool's are numbered after the earlier ones'.
+        self.offset = cluster.gpu_offset(pool)
+        on_node = sum(p.spec.gpu.count for p in cluster.node_mates(pool))
         # per GPU slot of a node, what every node of the pool has there: PCI address, root, NUMA node, partitions
-        self._slots = [(defaults["pciBusIds"][i], defaults["pcieRoots"][i], i * defaults["numaNodes"] // count,
-                        {size: pid for size, pid in ids.items() if size in offered})
+        self._slots = [(defaults["pciBusIds"][self.offset + i], defaults["pcieRoots"][self.offset + i],
+                        (self.offset + i) * defaults["numaNodes"] // on_node, {size: pid for size, pid in ids.items() if size in offered})
                        for i, ids in partition_ids(count).items()]
         self._cluster_name = cluster.name
         self.full_capacity = {GPU_DRIVER: {"memory": Quantity.of_bytes(model.memory_bytes)}}
@@ -281,7 +294,8 @@ class _Builder:
 
     def gpu(self, node: str, i: int) -> _Gpu:
         bus_id, root, numa, parts = self._slots[i]
-        return _Gpu(i, "GPU-" + _stable_uuid(self._cluster_name, node, i), bus_id, root, numa, parts)
+        index = self.offset + i  # the GPU's minor on its node
+        return _Gpu(index, "GPU-" + _stable_uuid(self._cluster_name, node, index), bus_id, root, numa, parts)
 
     def groups(self, node: str) -> list[tuple[list[Device], dict[str, dict[str, Quantity]]]]:
         """Per GPU: its devices and the counter sets they consume."""
@@ -293,8 +307,12 @@ class _Builder:
             elif self.static_layout:
                 out.append((self._static_mig(gpu), {}))
             else:
-                ctx = _Ctx(self.host, gpu, "gpu", gpu.uuid, i)
-                out.append(([self.device(f"gpu-{i}", ctx, self.gpu_facts, ("gpu", i), self.full_capacity)], {}))
+                ctx = _Ctx(self.host, gpu, "gpu", gpu.uuid, gpu.index)
+                devices = [self.device(f"gpu-{gpu.index}", ctx, self.gpu_facts, ("gpu", i), self.full_capacity)]
+                if self.vfio_facts is not None:
+                    vfio = _Ctx(self.host, gpu, "vfio", _stable_uuid(gpu.bus_id, node, "vfio"), gpu.index)
+                    devices.append(self.device(vfio_device_name(gpu.index), vfio, self.vfio_facts, ("vfio", i), self.vfio_capacity))
+                out.append((devices, {}))
         return out
 
     def _static_mig(self, gpu: _Gpu) -> list[Device]:
@@ -440,13 +458,16 @@ def _alike_slice(node: str, driver: str, devices: CdDevices) -> ResourceSlice:
 
 def _nic_devices(pool: ResolvedPool, templates: Iterator[int]) -> tuple[str, CdDevices]:
     """A pool's NICs (another driver's devices) as that driver would publish them: NIC i on the PCIe root of
-    GPU i x gpus/nics, the standard attribute a claim aligns GPU and NIC on; alike on every node."""
+    GPU i x gpus/nics, the standard attribute a claim aligns GPU and NIC on, and the attributes the pool says
+    the driver publishes (in the driver's domain); alike on every node."""
     nics = pool.spec.nics
     assert nics is not None
     roots = host_defaults()["pcieRoots"]
     gpus = pool.spec.gpu.count
     domain, _, name = standard_attribute("pcieRoot").rpartition("/")
-    return nics.driver, [(f"nic-{i}", {domain: {name: roots[i * gpus // nics.count]}}, next(templates)) for i in range(nics.count)]
+    own = {nics.driver: dict(nics.attributes)} if nics.attributes else {}
+    return nics.driver, [(f"nic-{i}", {domain: {name: roots[i * gpus // nics.count]}, **own}, next(templates))
+                         for i in range(nics.count)]
 
 
 def node_names(pool: ResolvedPool) -> list[str]:
@@ -464,14 +485,20 @@ def synthesize(cluster: ResolvedCluster, chart_values: dict[str, Any],
     templates = itertools.count()
     cd_driver, cd_devices = _compute_domain_devices(templates) if setup.compute_domains else ("", [])
     for pool in cluster.dra_pools:
-        builder = _Builder(cluster, pool, setup, templates) if setup.gpus else None
-        labels = tuple(sorted((node_labels or {}).get(pool.name, {}).items()))
+        mates = cluster.node_mates(pool)
+        if mates[0] is not pool:
+            continue  # its nodes were built with the first pool on them: one driver pool per node holds every GPU
+        builders = [_Builder(cluster, p, setup, templates) for p in mates] if setup.gpus else []
+        merged: dict[str, str] = {}
+        for p in mates:
+            merged.update((node_labels or {}).get(p.name, {}))
+        labels = tuple(sorted(merged.items()))
         packing: Packing | None = None
         nic_driver, nics = _nic_devices(pool, templates) if pool.spec.nics is not None else ("", [])
         for node in node_names(pool):
-            nodes.append(NodeInfo(node, pool.name, labels))
-            if builder is not None:
-                groups = builder.groups(node)
+            nodes.append(NodeInfo(node, pool.name, labels, tuple(p.name for p in mates[1:])))
+            if builders:
+                groups = [g for b in builders for g in b.groups(node)]
                 if packing is None:
                     packing = _packing(groups, layout)
                 slices.extend(_pack(node, groups, packing))

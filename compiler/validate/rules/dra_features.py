@@ -8,10 +8,10 @@ warning: the cluster may have turned it on), from the gate table in facts/data/k
 
 from __future__ import annotations
 
-from ...diagnostics import Findings, did_you_mean
+from ...diagnostics import Findings, did_you_mean, one_of
 from ...facts.driver import consumable_shares_exclude
-from ...facts.platform import dra_gate_note, dra_gates
-from ..documents import Fleet, Intent, target_clusters
+from ...facts.platform import admin_access_label, dra_gate_note, dra_gates
+from ..documents import RESERVED_NAMESPACES, Fleet, Intent, target_clusters
 from ..intents import GpuWorkload
 from ..resolved import ResolvedCluster
 from .classes import check_require
@@ -24,6 +24,8 @@ def check_dra_features(fleet: Fleet, clusters: dict[str, ResolvedCluster], findi
             _check_alternatives(w, fleet, findings)
         if gpu.fractional or gpu.memory is not None:
             _check_fractional(w, findings)
+        if gpu.admin_access:
+            _check_admin_access(w, findings)
         for name in target_clusters(w.model, fleet):
             cluster = clusters.get(name)
             if cluster is None:
@@ -32,6 +34,9 @@ def check_dra_features(fleet: Fleet, clusters: dict[str, ResolvedCluster], findi
                 _gate(w, ("spec", "gpu", "alternatives"), "DRAPrioritizedList", cluster, findings, "alternatives (firstAvailable)")
             if gpu.fractional:
                 _gate(w, ("spec", "gpu", "sharing"), "DRAConsumableCapacity", cluster, findings, "sharing: Fractional")
+            if gpu.admin_access:
+                _gate(w, ("spec", "gpu", "adminAccess"), "DRAAdminAccess", cluster, findings, "adminAccess")
+                _check_admin_namespace(w, cluster, fleet, findings)
     for cluster in clusters.values():
         _check_consumable_shares(cluster, [w for w in fleet.workloads_on(cluster.name)], findings)
         _check_extended_resources(cluster, findings)
@@ -95,6 +100,51 @@ def _check_fractional(w: Intent[GpuWorkload], findings: Findings) -> None:
         if given:
             findings.add(w.error(path + (field,), f"sharing Fractional does not combine with gpu.{field}",
                                  "each replica gets its own claim for part of one whole GPU"))
+
+
+def _check_admin_access(w: Intent[GpuWorkload], findings: Findings) -> None:
+    """Management access looks at GPUs other claims hold; it does not run work on GPUs of its own."""
+    spec = w.model.spec
+    gpu = spec.gpu
+    path = ("spec", "gpu")
+    if spec.model is not None:
+        findings.add(w.error(("spec", "model"), "adminAccess gives a management pod (monitoring, health checks) access to GPUs "
+                             "other claims hold; a model served on them would share every GPU with their owners",
+                             "drop spec.model and attach the claim to the management pod, or drop adminAccess"))
+    if gpu.count == "auto":
+        findings.add(w.error(path + ("count",), "count: auto sizes a model; an adminAccess claim takes every matching GPU of its node",
+                             "drop count (every GPU of the node), or set a number"))
+    if gpu.sharing != "Exclusive":
+        findings.add(w.error(path + ("sharing",), f"adminAccess sees GPUs whatever their sharing; sharing {gpu.sharing} configures GPUs "
+                             "a claim allocates", "drop sharing"))
+    combined = [f for f, given in (("mig", gpu.mig), ("alternatives", gpu.alternatives), ("fabric", gpu.fabric),
+                                   ("multiNode", gpu.multi_node), ("nics", gpu.nics), ("passthrough", gpu.passthrough)) if given]
+    for field in combined:
+        hint = ("firstAvailable subrequests cannot set adminAccess (Kubernetes API)" if field == "alternatives"
+                else "adminAccess selects full GPUs (narrow them with gpu.require or gpu.class)")
+        findings.add(w.error(path + (field,), f"adminAccess does not combine with gpu.{field}", hint))
+
+
+def _check_admin_namespace(w: Intent[GpuWorkload], cluster: ResolvedCluster, fleet: Fleet, findings: Findings) -> None:
+    """The API server admits adminAccess only in a namespace labelled for it, and then to anyone who may create claims there."""
+    namespace = w.model.metadata.namespace
+    label = admin_access_label(cluster.api.minor)
+    if label is None:
+        return
+    owned = {cluster.spec.dra_driver.namespace, cluster.spec.gpu_operator.namespace}
+    if cluster.spec.nim_operator is not None:
+        owned.add(cluster.spec.nim_operator.namespace)
+    if namespace in RESERVED_NAMESPACES or namespace in owned:
+        findings.add(w.error(("metadata", "namespace"), f"adminAccess needs the namespace labelled {label}: \"true\", and gpuc does "
+                             f"not create or label namespace '{namespace}' (it belongs to the cluster or to a chart)",
+                             "give the management workload a namespace of its own, e.g. gpu-monitoring"))
+        return
+    others = sorted(o.model.metadata.name for o in fleet.workloads_on(cluster.name)
+                    if o.model.metadata.namespace == namespace and not o.model.spec.gpu.admin_access)
+    if others:
+        findings.add(w.warning(("metadata", "namespace"), f"namespace '{namespace}' gets the label {label}: \"true\", so every claim "
+                               f"created there may use adminAccess, and it also holds {one_of(others)}",
+                               "give the management workload a namespace of its own"))
 
 
 def _check_consumable_shares(cluster: ResolvedCluster, workloads: list[Intent[GpuWorkload]], findings: Findings) -> None:

@@ -51,6 +51,37 @@ def _check_workload(w: Intent[GpuWorkload], fleet: Fleet, clusters: dict[str, Re
             _check_on_cluster(w, clusters[name], findings)
 
 
+def _check_nim_dra(w: Intent[GpuWorkload], cluster: ResolvedCluster, findings: Findings) -> None:
+    """A NIM's claim comes through NIMService draResources: the operator line must read claims in the resource.k8s.io
+    version gpuc emits for the cluster (3.0: v1beta2, Kubernetes 1.33; 3.1+: v1, 1.34+)."""
+    lines = nim_operator()["draLines"]
+    cname, op = cluster.name, cluster.spec.nim_operator
+    wanted = next((line for line in lines if line["resourceApi"] == cluster.api.api_version), None)
+    if wanted is None:
+        findings.add(w.error(("spec", "model"), f"no NIM Operator release reads claims of {cluster.api.api_version}, the "
+                             f"resource.k8s.io version of cluster '{cname}' (Kubernetes {cluster.api.kubernetes}): NIM's DRA support "
+                             f"starts with Kubernetes {lines[0]['kubernetes']} (NIM Operator 3.0, resource.k8s.io/v1beta2)",
+                             "target a 1.33+ cluster, or drop spec.model and attach the claim to your own pods"))
+        return
+    if op is None:
+        findings.add(w.error(("spec", "model"), f"cluster '{cname}' has no nimOperator",
+                             f"add `nimOperator: {{version: \"{'3.1.2' if wanted is lines[-1] else '3.0.2'}\"}}` to the cluster"))
+        return
+    have = max((line for line in lines if version_tuple(op.version) >= version_tuple(line["since"])),
+               key=lambda line: version_tuple(line["since"]), default=None)
+    if have is wanted:
+        return
+    following = lines[lines.index(wanted) + 1] if wanted is not lines[-1] else None
+    if have is None:
+        why = f"NIM Operator {op.version} has no draResources (they arrive in {lines[0]['since']})"
+    else:
+        why = (f"NIM Operator {op.version} reads claims as {have['resourceApi']} (its line starts on Kubernetes {have['kubernetes']}); "
+               f"on cluster '{cname}' (Kubernetes {cluster.api.kubernetes}) gpuc emits {cluster.api.api_version}")
+    target = f"{wanted['since'].rsplit('.', 1)[0]}.x" + (f" (before {following['since']})" if following else " or newer")
+    findings.add(cluster.intent.error(("spec", "nimOperator", "version"), f"{why}; workload {w.model.metadata.name} serves a model "
+                                      "through draResources", f"use NIM Operator {target} on this cluster"))
+
+
 def _check_sharing(w: Intent[GpuWorkload], findings: Findings) -> None:
     gpu = w.model.spec.gpu
     path = ("spec", "gpu")
@@ -149,19 +180,7 @@ def _check_on_cluster(w: Intent[GpuWorkload], cluster: ResolvedCluster, findings
                              "on device-plugin pools of multi-node NVLink GPUs, GB200/GB300, with its channel through DRA)"))
         return
     if spec.model is not None:
-        nim = nim_operator()
-        if cluster.api.minor < int(nim["draMinKubernetes"].split(".")[1]):
-            findings.add(w.error(("spec", "model"),
-                                 f"NIM's DRA support needs Kubernetes >= {nim['draMinKubernetes']}; cluster '{cname}' runs {cluster.api.kubernetes}",
-                                 "target a 1.34+ cluster, or drop spec.model and attach the claim to your own pods"))
-        op = cluster.spec.nim_operator
-        if op is None:
-            findings.add(w.error(("spec", "model"), f"cluster '{cname}' has no nimOperator",
-                                 "add `nimOperator: {version: \"3.1.2\"}` to the cluster"))
-        elif version_tuple(op.version) < version_tuple(nim["draResourcesSince"]):
-            findings.add(cluster.intent.error(("spec", "nimOperator", "version"),
-                                              f"NIM Operator {op.version} predates resource.k8s.io/v1 draResources (3.1.0); "
-                                              f"workload {w.model.metadata.name} needs them"))
+        _check_nim_dra(w, cluster, findings)
     if gpu.fabric is not None:
         flavour = cluster.spec.dra_driver.fabric
         if flavour == "none":

@@ -1,0 +1,36 @@
+"""ResourceQuotas that admit the charts' critical pods on providers that restrict the system-*-critical priority
+classes to namespaces holding a quota for them (GKE Standard: facts/data/providers.yaml).
+
+The DRA driver's controller and kubelet plugin, and the GPU Operator's operator and operands, run at
+system-node-critical. Without a matching quota in their namespace the API server refuses those pods, and the
+DaemonSets stay at zero pods with only a FailedCreate event to say why.
+"""
+
+from __future__ import annotations
+
+from ..facts.providers import critical_pods_quota, providers
+from ..validate.resolved import ResolvedCluster
+from .graph import HelmRelease, KubeObject, Wave
+from .meta import make_object
+
+# releases whose pods run at a system-*-critical priority class (chart values priorityClassName)
+CRITICAL_COMPONENTS = ("dra-driver", "gpu-operator")
+
+
+def critical_pod_quotas(cluster: ResolvedCluster, releases: list[HelmRelease]) -> list[KubeObject]:
+    provider = providers().get(cluster.provider or "")
+    if provider is None or not provider.critical_pods_quota:
+        return []
+    quota = critical_pods_quota()
+    source = ("spec.provider",)
+    out: list[KubeObject] = []
+    for release in sorted(releases, key=lambda r: r.namespace):
+        if release.component not in CRITICAL_COMPONENTS or any(o.namespace == release.namespace for o in out):
+            continue
+        spec = {"hard": {"pods": quota.pods},
+                "scopeSelector": {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In",
+                                                        "values": list(quota.priority_classes)}]}}
+        out.append(make_object("v1", "ResourceQuota", quota.name, namespace=release.namespace, wave=Wave.CHARTS,
+                               component=release.component, origin=cluster.intent.source, body={"spec": spec},
+                               sources={"": source}))
+    return out
