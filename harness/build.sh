@@ -75,16 +75,19 @@ kube_ldflags() {
 }
 
 newest="$KUBE_SCHEDULER_RELEASE"
+# Built at the newest release only: the scheduler and controllers may not be newer than the API server
+# they talk to, so tests run them beside the newest API server (emulating older minors).
+NEWEST_COMMANDS="kube-apiserver kube-scheduler kube-controller-manager kubectl"
 for release in $KUBE_APISERVER_RELEASES; do
   if [ "$release" = "$newest" ]; then
-    dir="$(kube_module "$release" kube-apiserver kube-scheduler kube-controller-manager)"
+    dir="$(kube_module "$release" $NEWEST_COMMANDS)"
   else
     dir="$(kube_module "$release" kube-apiserver)"
   fi
   build "kube-apiserver-$release" k8s.io/kubernetes/cmd/kube-apiserver "$dir" "$release" -ldflags "$(kube_ldflags "$release")"
 done
-dir="$(kube_module "$newest" kube-apiserver kube-scheduler kube-controller-manager)"
-for cmd in kube-scheduler kube-controller-manager; do
+dir="$(kube_module "$newest" $NEWEST_COMMANDS)"
+for cmd in kube-scheduler kube-controller-manager kubectl; do
   build "$cmd-$KUBE_SCHEDULER_RELEASE" "k8s.io/kubernetes/cmd/$cmd" "$dir" "$KUBE_SCHEDULER_RELEASE" -ldflags "$(kube_ldflags "$KUBE_SCHEDULER_RELEASE")"
 done
 

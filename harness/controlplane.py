@@ -230,6 +230,7 @@ def _start_controllers(cp: ControlPlane) -> None:
         "--kubeconfig", kubeconfig, "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig,
         "--controllers", "resourceclaim-controller,serviceaccount-controller",
         "--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", "0", "--use-service-account-credentials=false",
+        *_emulation(cp),
     ])
     cp._wait("kube-controller-manager", lambda: cp.get("/api/v1/namespaces/default/serviceaccounts/default")[0] == 200, 60)
 
@@ -244,18 +245,29 @@ def _start_scheduler(cp: ControlPlane, gates: dict[str, bool]) -> None:
         "leaderElection": {"leaderElect": False},
         "clientConnection": {"kubeconfig": kubeconfig, "qps": 500, "burst": 1000},
     }))
+    port = _free_port()
     argv = [
         str(components.binary(f"kube-scheduler-{components.newest().version}")),
         "--config", str(config), "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig,
-        "--bind-address", "127.0.0.1", "--secure-port", "0",
+        "--bind-address", "127.0.0.1", "--secure-port", str(port), "--cert-dir", str(cp.workdir / "scheduler-certs"), *_emulation(cp),
     ]
     if gates:
         argv += ["--feature-gates", _gates_flag(gates)]
     cp._spawn("kube-scheduler", argv)
-    # The scheduler has no port to ask; it is up once it has taken its informers' first lists.
-    log = cp.log("kube-scheduler")
-    cp._wait("kube-scheduler", lambda: log.exists() and b"Caches are synced" in log.read_bytes() or _scheduler_lease(cp), 60)
+    # /readyz holds until the scheduler's informers have synced (always allowed without credentials)
+    insecure = ssl.create_default_context()
+    insecure.check_hostname, insecure.verify_mode = False, ssl.CERT_NONE
+
+    def ready() -> bool:
+        try:
+            with urllib.request.urlopen(f"https://127.0.0.1:{port}/readyz", context=insecure, timeout=2) as r:
+                return r.status == 200
+        except (urllib.error.URLError, OSError):
+            return False
+
+    cp._wait("kube-scheduler", ready, 60)
 
 
-def _scheduler_lease(cp: ControlPlane) -> bool:
-    return False
+def _emulation(cp: ControlPlane) -> list[str]:
+    """The scheduler and the controllers behave as the API server's minor (their gates default as that minor's)."""
+    return ["--emulated-version", cp.emulated_minor] if cp.emulated_minor else []

@@ -43,6 +43,9 @@ def publish_inventory(kube: Kube, inventory: Inventory, api_version: str) -> Non
         kube.set_status({"apiVersion": "v1", "kind": "Node", "metadata": {"name": n.name},
                          "status": {"capacity": NODE_CAPACITY, "allocatable": NODE_CAPACITY,
                                     "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "harness"}]}})
+        # the TaintNodesByCondition admission plugin taints a new Node not-ready; the node lifecycle controller,
+        # which would lift it once the Node is Ready, is not running
+        kube.dyn.patch(kube.resource("v1", "Node"), name=n.name, body={"spec": {"taints": []}}, content_type="application/merge-patch+json")
     for s in inventory_list(inventory)["items"]:
         s["apiVersion"] = api_version
         _must(kube.apply(s))

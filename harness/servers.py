@@ -1,8 +1,8 @@
 """One API server per Kubernetes minor a test asks for, started on first use and shared after.
 
-Which binary serves a minor: its own release when versions.env builds one, else the newest release
-emulating that minor (--emulated-version), which kube-apiserver supports for the three minors before
-its own (KEP-4330 compatibility versions).
+Which binary serves a minor: its own release when versions.env builds one, else the oldest release that
+emulates it (--emulated-version), which kube-apiserver supports for the three minors before its own
+(KEP-4330 compatibility versions; k8s.io/apiserver pkg/util/compatibility: floor = binary - 3).
 """
 
 from __future__ import annotations
@@ -16,18 +16,23 @@ from .controlplane import ControlPlane
 EMULATION_WINDOW = 3  # minors below the binary's own that --emulated-version accepts
 
 
-def server_for(minor: str) -> tuple[Release, str | None]:
-    """(release to run, minor to emulate or None) for a cluster of Kubernetes `minor`."""
-    for release in components.apiserver_releases():
-        if release.minor == minor:
+def server_for(minor: str, newest: bool = False) -> tuple[Release, str | None]:
+    """(release to run, minor to emulate or None) for a cluster of Kubernetes `minor`: its own release if one is
+    built, else the oldest built release whose emulation window holds it. With `newest`, the newest release that
+    can serve it: the scheduler and controllers are built at the newest release only, and may not be newer than
+    the API server (version skew policy), so a control plane with them runs every binary at one release."""
+    releases = sorted(components.apiserver_releases(), key=lambda r: int(r.minor.split(".")[1]), reverse=newest)
+    wanted = int(minor.split(".")[1])
+    for release in releases:
+        if release.minor == minor and not (newest and release != components.newest()):
             return release, None
-    newest = components.newest()
-    lowest = int(newest.minor.split(".")[1]) - EMULATION_WINDOW
-    if int(minor.split(".")[1]) < lowest:
-        built = ", ".join(r.minor for r in components.apiserver_releases())
-        raise components.ComponentMissing(
-            f"no API server for Kubernetes {minor}: versions.env builds {built}, and {newest.minor} emulates only down to 1.{lowest}")
-    return newest, minor
+    for release in releases:
+        own = int(release.minor.split(".")[1])
+        if own - EMULATION_WINDOW <= wanted <= own:
+            return release, (minor if wanted < own else None)
+    built = ", ".join(r.minor for r in releases)
+    raise components.ComponentMissing(
+        f"no API server serves Kubernetes {minor}: versions.env builds {built}, each serving its own minor and the {EMULATION_WINDOW} before it")
 
 
 class ControlPlanes:
@@ -38,7 +43,7 @@ class ControlPlanes:
     def get(self, minor: str, *, scheduler: bool = False) -> ControlPlane:
         """A running control plane that behaves as Kubernetes `minor` (with a scheduler and the claim
         controller when asked: those get a server of their own, so tests that bind pods share no nodes)."""
-        release, emulated = server_for(minor)
+        release, emulated = server_for(minor, newest=scheduler)
         key = (release.version, emulated, scheduler)
         if key not in self.running:
             workdir = self.root / f"{release.version}-{emulated or 'native'}{'-scheduler' if scheduler else ''}"

@@ -4,7 +4,8 @@ placed stays unschedulable (harness/scheduling.py has the method).
 
 Each case gets a control plane of its own (no Nodes or claims shared between cases). The example
 fleet's `staging` (Kubernetes 1.33) is not here: the scheduler built is 1.37's, which emulates only
-back to 1.34; the allocator replay and the 1.32 API server cover the older minors.
+back to 1.34 (and may not run beside an older API server); the allocator replay and the API servers
+of 1.32 and 1.33 cover the older minors.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def fresh_plane(tmp_path: Path) -> Iterator[Any]:
     planes: list[ControlPlane] = []
 
     def start(minor: str) -> ControlPlane:
-        release, emulated = server_for(minor)
+        release, emulated = server_for(minor, newest=True)
         cp = controlplane.start(release, tmp_path / f"cp-{minor}", emulated_minor=emulated, scheduler=True, controllers=True)
         planes.append(cp)
         return cp
