@@ -78,7 +78,8 @@ class Replay:
 
 
 def replay(ref: Allocref, compiled, inventory: Inventory, plan: AllocationPlan, *, check_skipped: bool = False,
-           gates: dict[str, bool] | None = None) -> Replay:
+           gates: dict[str, bool] | None = None, running: list[Obj] = ()) -> Replay:  # type: ignore[assignment]
+    """`running`: claims already allocated in the cluster (a --state export's), holding their devices from the start."""
     gates = gates if gates is not None else cluster_gates(compiled.cluster.api.kubernetes)
     slices = [dra.slice_to_v1(s) for s in inventory_list(inventory)["items"]]
     node_names = [n.name for n in inventory.nodes]
@@ -88,7 +89,8 @@ def replay(ref: Allocref, compiled, inventory: Inventory, plan: AllocationPlan, 
     specs = _claim_specs(compiled)
     pods = cluster_pods(compiled)
     outcomes = {(o.workload, o.pod): o for o in plan.pods}
-    allocated: dict[str, Obj] = {}  # claim key -> allocated claim object
+    allocated: dict[str, Obj] = {  # claim key -> allocated claim object
+        f"{c['metadata']['namespace']}/{c['metadata']['name']}": dict(c, spec=dra.claim_spec_to_v1(c["spec"])) for c in running}
     pinned: dict[str, str] = {}  # shared claim key -> node
     out = Replay()
     for i in placement_order(pods):

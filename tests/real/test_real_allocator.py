@@ -18,12 +18,13 @@ from hypothesis import strategies as st
 
 from benchmarks.fleetgen import generate_plan
 from compiler.diagnostics import InputError
+from compiler.load.state import read_state
 from compiler.pipeline import CompileOptions, compile_fleet
-from compiler.place import synthesize_for
+from compiler.place import running_inventory, synthesize_for
 from harness.allocref import Allocref
 from harness.replay import replay
 
-from conftest import EXAMPLES, cluster_doc, write_fleet
+from conftest import EXAMPLES, SLICES_FIXTURE, SLICES_FIXTURE_POOLS, cluster_doc, write_fleet
 
 
 def _replayed(ref: Allocref, root: Path, check_skipped: bool = True) -> list[tuple[str, Any]]:
@@ -51,6 +52,26 @@ def test_a_generated_fleet_plans_as_kubernetes_allocates(allocref: Allocref, tmp
     generate_plan(tmp_path, nodes=40, pods=400, seed=11)
     [(name, result)] = _replayed(allocref, tmp_path, check_skipped=False)
     assert result.pods == 400 and 0 < result.placed < 400
+    assert result.differences == []
+
+
+def test_a_kubectl_export_with_running_claims_plans_as_kubernetes_allocates(allocref: Allocref, tmp_path: Path) -> None:
+    """The cluster as it runs: a kubectl export's ResourceSlices, and claims gpuc does not manage holding GPUs."""
+    import kubectl
+
+    workloads = [{"apiVersion": "gpuc.dev/v1alpha1", "kind": "GpuWorkload", "metadata": {"name": f"w{i}", "namespace": "team"},
+                  "spec": {"clusters": ["c1"], "replicas": replicas, "gpu": gpu}}
+                 for i, (replicas, gpu) in enumerate([(3, {"count": 1}), (1, {"count": 2}), (2, {"mig": {"slices": [{"profile": "1g.10gb"}]}})])]
+    root = write_fleet(tmp_path / "f", [cluster_doc(pools=SLICES_FIXTURE_POOLS)], {"w.yaml": workloads})
+    running = [kubectl.allocated_claim("train-a", "research", [("gpu.nvidia.com", "ip-10-0-1-17", f"gpu-{i}") for i in range(3)],
+                                       node_name="ip-10-0-1-17", pod="train-a-0")]
+    export = tmp_path / "state.yaml"
+    export.write_text(SLICES_FIXTURE.read_text() + "---\n" + kubectl.yaml_export(running))
+    state = read_state([str(export)])
+    outcome = compile_fleet(root, CompileOptions(detail=True, allow_infeasible=True, state=state)).clusters["c1"]
+    inventory, _ = running_inventory(outcome.compiled, state)
+    result = replay(allocref, outcome.compiled, inventory, outcome.placement, check_skipped=True, running=running)
+    assert outcome.placement.held and 0 < result.placed < result.pods
     assert result.differences == []
 
 

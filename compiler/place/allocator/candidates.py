@@ -56,6 +56,10 @@ class DeviceIndex:
         # Devices of pools that repeat a device name: the search fails when it reaches one (usually empty).
         self._binding = any(d.binding_conditions for d in inventory.devices)
         self.invalid_devices = frozenset(d.index for d in inventory.devices if invalid and inventory.pool_of(d) in invalid)
+        # The scheduler allocates nothing from a pool until every slice of its newest generation is there
+        # (structured/internal/*/allocator_*.go: incomplete pools are skipped; All mode fails on them).
+        incomplete = {key for key, pool in inventory.pools.items() if pool.incomplete}
+        self._incomplete = frozenset(d.index for d in inventory.devices if incomplete and inventory.pool_of(d) in incomplete)
         for s in slices:
             if s.node_name is not None:
                 keys = self._bound_pools.setdefault(s.node_name, [])
@@ -107,6 +111,8 @@ class DeviceIndex:
             base, class_errors = self.class_match(option.device_class)
             errors = dict(class_errors)
             devices = self._evaluate(_compile(option.selectors, f"request '{option.name}'"), base, errors) if option.selectors else base
+            if self._incomplete:
+                devices = [i for i in devices if i not in self._incomplete]
             by_node: dict[str, list[int]] = {}
             floating: list[int] = []
             node_of = self.node_of

@@ -271,7 +271,8 @@ def _pool_warnings(inventory: Inventory, slices: list[ResourceSlice], locate: Lo
         if pool.incomplete:
             out.append(locate(s, f"resource pool {pool.driver}/{pool.name} is incomplete: {pool.slices} of {pool.expected} "
                                  f"slices at generation {pool.generation}",
-                              "the driver may still be publishing; re-export, or the scheduler refuses allocationMode All there"))
+                              "the driver may still be publishing: the scheduler allocates none of its devices until every slice is "
+                              "there; re-export once it is"))
         if pool.invalid:
             out.append(locate(s, f"resource pool {pool.driver}/{pool.name} is invalid: device '{pool.duplicate}' appears in "
                                  "more than one of its slices", "the scheduler refuses to allocate from an invalid pool"))
