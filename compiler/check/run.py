@@ -18,6 +18,7 @@ from .metadata import check_metadata
 from .model import Checker, CheckOptions, ClusterContext, Finding
 from .nim_requests import check_nim_requests
 from .objects import check_objects
+from .operator_chart import check_operator_chart
 from .report import to_diagnostic
 from .selectors import check_selectors
 
@@ -28,7 +29,7 @@ def check_device_selectors(ctx: ClusterContext) -> list[Diagnostic]:
 
 
 CHECKERS: list[Checker] = [check_objects, check_metadata, check_dra_limits, check_driver_configs, check_device_selectors,
-                           check_nim_requests]
+                           check_nim_requests, check_operator_chart]
 
 
 def check_cluster(ctx: ClusterContext, checkers: list[Checker] | None = None) -> list[Diagnostic]:

@@ -8,6 +8,7 @@ mig-parted config the GPU Operator's MIG manager applies per node label.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import yaml
@@ -20,8 +21,6 @@ from .meta import MISSING_CRD_OK, PATCH_FORCE, SYNC_OPTIONS, make_object
 from .tolerations import uncovered
 
 SSA_PATCH = "ServerSideApply=true,Prune=false,Delete=false"
-# Where the GPU Operator's driver container mounts the driver; any other root means a host-installed driver.
-OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
 
 
 def _env(pairs: dict[str, str]) -> list[dict[str, str]]:
@@ -35,6 +34,11 @@ def _mig_pools(cluster: ResolvedCluster) -> list[ResolvedPool]:
 def op_before(cluster: ResolvedCluster, version: str) -> bool:
     mine = cluster.spec.gpu_operator.version
     return mine is not None and version_tuple(mine) < version_tuple(version)
+
+
+def operator_installs_driver(cluster: ResolvedCluster) -> bool:
+    """Whether the GPU Operator installs the GPU driver: the DRA driver reads it where the operator puts it."""
+    return cluster.spec.dra_driver.nvidia_driver_root == gpu_operator()["driverRoot"]
 
 
 def operand_tolerations(cluster: ResolvedCluster) -> dict[str, Any]:
@@ -54,7 +58,7 @@ def operator_settings(cluster: ResolvedCluster) -> dict[str, Any]:
         cdi["default"] = True  # before v25.10, cdi.enabled installs the specs and cdi.default makes the runtime use them
     settings: dict[str, Any] = {
         "cdi": cdi,
-        "driver": {"enabled": cluster.spec.dra_driver.nvidia_driver_root == OPERATOR_DRIVER_ROOT},
+        "driver": {"enabled": operator_installs_driver(cluster)},
         "devicePlugin": {"enabled": has_device_plugin},
     }
     if has_dra:
@@ -114,8 +118,13 @@ def gpu_cluster_values(cluster: ResolvedCluster, driver_values: dict[str, Any]) 
     if shares:  # the GPUCluster has no such value; the kubelet plugin reads the chart's env var (consumable-shares demo)
         dra["gpus"] = {"kubeletPlugin": {"env": [{"name": "CONSUMABLE_SHARES", "value": str(shares)}]}}
     dra["computeDomains"] = {"enabled": bool(driver_values["resources"]["computeDomains"]["enabled"])}
+    # The chart refuses a GPUCluster beside its default driver daemonset (templates/validations.yaml): the driver
+    # comes from the hosts, or from the NVIDIADriver resource the chart then creates.
+    facts = gpu_operator()["gpuCluster"]
+    driver = facts["operatorDriverValues"] if operator_installs_driver(cluster) else facts["hostDriverValues"]
     return {"clusterPolicy": {"deployCR": False}, "gpuCluster": {"deployCR": True}, "draDriver": dra,
-            "hostPaths": {"driverInstallDir": cluster.spec.dra_driver.nvidia_driver_root}, **operand_tolerations(cluster)}
+            "hostPaths": {"driverInstallDir": cluster.spec.dra_driver.nvidia_driver_root}, **copy.deepcopy(driver),
+            **operand_tolerations(cluster)}
 
 
 DEVICE_PLUGIN_VALUES = "values/nvidia-device-plugin.yaml"

@@ -88,12 +88,14 @@ def _check_gpu_cluster_mode(cluster: ResolvedCluster, findings: Findings) -> Non
                                   f"fabric topologyConfig needs the driver fork {gates()['FabricTopologySupport'].build}; the GPU Operator "
                                   f"installs the upstream image {facts['driverImage']}",
                                   "use fabric partitionAttributes (driver 0.5+), or mode helm with the fork's chart"))
-    if spec.dra_driver.nvidia_driver_root != "/":
+    operator_root = gpu_operator()["driverRoot"]
+    if spec.dra_driver.nvidia_driver_root not in ("/", operator_root):
         findings.add(intent.warning(("spec", "draDriver", "nvidiaDriverRoot"),
-                                    f"the GPUCluster resource does not install the GPU driver, so nothing provides one under "
+                                    f"neither the GPUCluster resource nor gpuc's GPU Operator values install a GPU driver under "
                                     f"{spec.dra_driver.nvidia_driver_root}",
-                                    "install the driver on the hosts (nvidiaDriverRoot: /), or give the path an NVIDIADriver resource "
-                                    "or the node image installs it to"))
+                                    f"install the driver on the hosts (nvidiaDriverRoot: /), let the operator install it "
+                                    f"(nvidiaDriverRoot: {operator_root}: gpuc turns on its NVIDIADriver resource), or make sure "
+                                    "the node image installs it there"))
     if any(p.mig_dynamic for p in cluster.pools):
         findings.add(intent.warning(mode, "without a MIG Manager (gpuOperator.mode gpuCluster) nothing enables MIG mode on the GPUs of "
                                           "dynamic-MIG pools; the DRA driver only creates MIG devices on GPUs already in MIG mode",

@@ -1,0 +1,75 @@
+"""Output that passed gpuc's checks and still failed on a real cluster (issue 26): each test pins the upstream
+behaviour gpuc now follows, recorded as a fact with its source."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from test_platform_2026 import gpu_cluster_doc
+
+from compiler.check.operator_chart import chart_failures
+from compiler.facts.platform import gpu_operator
+
+from conftest import REFERENCE, compile_single, gpuc
+
+GPU_OPERATOR = REFERENCE / "gpu-operator"
+
+
+def release_values(compiled, name: str) -> dict:
+    return next(r for r in compiled.releases if r.name == name).values
+
+
+# ---------------------------------------------------------------- 1. the GPU Operator chart's own refusals
+
+@pytest.mark.parametrize("root, driver", [
+    ("/", {"enabled": False}),                                   # host-installed: no driver daemonset beside the GPUCluster
+    ("/run/nvidia/driver", {"nvidiaDriverCRD": {"enabled": True}}),  # operator-installed: through its NVIDIADriver
+])
+def test_gpu_cluster_values_pass_the_charts_validations(fleet, root, driver):
+    path = fleet(clusters=[gpu_cluster_doc(draDriver={"nvidiaDriverRoot": root})])
+    values = release_values(compile_single(path), "gpu-operator")
+    assert values["driver"] == driver
+    assert chart_failures(values, "v26.7.0") == []
+    result = gpuc("validate", path)
+    assert result.code == 0 and "GPU driver" not in result.err, result.err  # the operator provides it: no warning
+
+
+def test_the_chart_refuses_a_gpu_cluster_beside_its_default_driver():
+    values = {"clusterPolicy": {"deployCR": False}, "gpuCluster": {"deployCR": True}}  # what gpuc wrote before
+    assert chart_failures(values, "v26.7.0") == [
+        "the NVIDIADriver CRD must be enabled when deploying a GPUCluster CR, set driver.nvidiaDriverCRD.enabled=true"]
+    assert chart_failures({"gpuCluster": {"deployCR": True}}, "v26.7.0")[0].startswith("clusterPolicy.deployCR and")
+    assert chart_failures({"devicePlugin": {"config": {"create": True, "name": "x"}}}, "v26.7.0") == [
+        "devicePlugin.config.data cannot be empty when devicePlugin.config.create is set to true"]
+    assert chart_failures({"gpuCluster": {"deployCR": True}}, "v25.10.1") == []  # no validations.yaml before v26.7
+
+
+def test_chart_fail_defaults_are_the_charts_defaults():
+    reference = yaml.safe_load((GPU_OPERATOR / "values-v26.7.0.yaml").read_text())
+    for dotted, default in gpu_operator()["chartFails"]["defaults"].items():
+        node = reference
+        for part in dotted.split("."):
+            node = node[part]
+        assert node == default, dotted
+
+
+def test_every_example_cluster_passes_the_operator_charts_validations():
+    from compiler.pipeline import compile_fleet
+
+    from conftest import EXAMPLES
+    for compiled in compile_fleet(EXAMPLES).compiled.values():
+        op = compiled.cluster.spec.gpu_operator
+        for release in compiled.releases:
+            if release.name == "gpu-operator":
+                assert chart_failures(release.values, op.version) == [], compiled.name
+
+
+def test_the_check_stage_refuses_values_the_operator_chart_fails_on():
+    from check_support import errors_after
+
+    def drop_driver(compiled):
+        next(r for r in compiled.releases if r.name == "gpu-operator").values.pop("driver")
+
+    errors = errors_after("west", drop_driver)
+    assert [e.path for e in errors] == ["spec.gpuOperator"]
+    assert "driver.nvidiaDriverCRD.enabled=true" in errors[0].message and errors[0].file.endswith("west.yaml")
