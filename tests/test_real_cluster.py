@@ -73,3 +73,19 @@ def test_the_check_stage_refuses_values_the_operator_chart_fails_on():
     errors = errors_after("west", drop_driver)
     assert [e.path for e in errors] == ["spec.gpuOperator"]
     assert "driver.nvidiaDriverCRD.enabled=true" in errors[0].message and errors[0].file.endswith("west.yaml")
+
+
+# ---------------------------------------------------------------- 2. the device plugin keeps the operator's CDI strategy
+
+@pytest.mark.parametrize("operator", ["v25.10.1", "v25.3.4"])
+def test_device_plugin_env_leaves_the_operators_cdi_strategy_alone(fleet, operator):
+    from conftest import cluster_doc
+
+    pools = [{"name": "h100", "nodes": 1, "gpu": {"model": "H100-80GB", "count": 8}},
+             {"name": "l40s", "nodes": 1, "gpu": {"model": "L40S-48GB", "count": 4}, "allocation": "devicePlugin"}]
+    values = release_values(compile_single(fleet(clusters=[cluster_doc(pools=pools, gpuOperator={"version": operator})])),
+                            "gpu-operator")
+    assert values["cdi"]["enabled"] is True  # the operator then sets the device plugin's CDI strategy
+    owned = set(gpu_operator()["operatorDevicePluginEnv"])
+    assert "DEVICE_LIST_STRATEGY" in owned
+    assert not [e for e in values["devicePlugin"].get("env", []) if e["name"] in owned]

@@ -62,9 +62,8 @@ def operator_settings(cluster: ResolvedCluster) -> dict[str, Any]:
         "devicePlugin": {"enabled": has_device_plugin},
     }
     if has_dra:
+        # the device plugin keeps the CDI device-list strategy the operator gives it (operatorDevicePluginEnv)
         settings["toolkit"] = {"env": _env(facts["toolkitEnv"])}
-        if has_device_plugin:
-            settings["devicePlugin"]["env"] = _env(facts["devicePluginEnv"])
     settings.update(operand_tolerations(cluster))
     if _mig_pools(cluster):
         settings["mig"] = {"strategy": "mixed"}
