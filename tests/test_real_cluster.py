@@ -89,3 +89,36 @@ def test_device_plugin_env_leaves_the_operators_cdi_strategy_alone(fleet, operat
     owned = set(gpu_operator()["operatorDevicePluginEnv"])
     assert "DEVICE_LIST_STRATEGY" in owned
     assert not [e for e in values["devicePlugin"].get("env", []) if e["name"] in owned]
+
+
+# ---------------------------------------------------------------- 3. the driver chart's API version and the fork's image
+
+def test_a_driver_chart_that_picks_v1_is_refused_where_the_cluster_does_not_serve_it(fleet):
+    from conftest import cluster_doc
+    from test_input_errors import render_rejected
+
+    render_rejected(fleet(clusters=[cluster_doc(kubernetes="1.33", driver="25.8.1", acknowledge=[])]), "spec.draDriver.version",
+                    "resource.k8s.io/v1", "serves resource.k8s.io/v1beta2", "upgrade draDriver.version to 25.12.0")
+    # 25.12 takes resourceApiVersion, 1.34 serves v1, and an older Helm can be stated
+    for doc in (cluster_doc(kubernetes="1.33", driver="25.12.0"), cluster_doc(kubernetes="1.34", driver="25.8.1"),
+                cluster_doc(kubernetes="1.33", driver="25.8.1",
+                            acknowledge=[{"warning": "helm-capabilities", "reason": "Argo CD 3.1, Helm 3.18"}])):
+        result = gpuc("validate", fleet(clusters=[doc]))
+        assert "resourceApiVersion" not in result.err, result.err
+    values = release_values(compile_single(fleet(clusters=[cluster_doc(kubernetes="1.33", driver="25.12.0")])),
+                            "nvidia-dra-driver-gpu")
+    assert values["resourceApiVersion"] == "resource.k8s.io/v1beta2"
+
+
+def test_topology_config_needs_the_forks_image(fleet):
+    from conftest import PARTITIONED_H100, cluster_doc
+    from test_input_errors import render_rejected
+
+    ack = [{"warning": "driver-fork", "reason": "we run the fork"}]
+    doc = cluster_doc(driver="25.8.1", pools=[dict(PARTITIONED_H100)], draDriver={"fabric": "topologyConfig"}, acknowledge=ack)
+    del doc["spec"]["draDriver"]["values"]  # cluster_doc names the fork's image
+    render_rejected(fleet(clusters=[doc]), "spec.draDriver.fabric", "refuses unknown gates", "image: {repository:")
+    doc["spec"]["draDriver"]["values"] = {"image": {"repository": "nvcr.io/nvidia/k8s-dra-driver-gpu", "tag": "v25.8.1"}}
+    render_rejected(fleet(clusters=[doc]), "spec.draDriver.values.image.repository", "FabricTopologySupport")
+    doc["spec"]["draDriver"]["values"] = {"image": {"repository": "registry.example.com/dra-fm", "tag": "v25.8.1-fm"}}
+    assert gpuc("validate", fleet(clusters=[doc])).code == 0

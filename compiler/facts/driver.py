@@ -184,6 +184,11 @@ class ChartKey:
     kind: str  # leaf | list | map
 
 
+def chart_api_version() -> dict[str, str]:
+    """How the driver chart picks its DeviceClasses' API version (data/dra_driver.yaml `chartApiVersion`)."""
+    return dict(load_table("dra_driver")["chartApiVersion"])
+
+
 def chart_keys(line: DriverLine) -> dict[str, ChartKey]:
     keys = {}
     for path, k in load_table("dra_chart_values")["keys"].items():
