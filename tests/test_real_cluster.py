@@ -122,3 +122,50 @@ def test_topology_config_needs_the_forks_image(fleet):
     render_rejected(fleet(clusters=[doc]), "spec.draDriver.values.image.repository", "FabricTopologySupport")
     doc["spec"]["draDriver"]["values"] = {"image": {"repository": "registry.example.com/dra-fm", "tag": "v25.8.1-fm"}}
     assert gpuc("validate", fleet(clusters=[doc])).code == 0
+
+
+# ---------------------------------------------------------------- 4, 5, 14. tainted pools: caching Job, NFD, kubelet plugin
+
+def test_what_runs_on_tainted_gpu_nodes_tolerates_their_taints(fleet):
+    from conftest import objects_of
+    from test_seed_patterns import tainted_fleet
+
+    compiled = compile_single(tainted_fleet(fleet))
+    team = {"key": "dedicated", "operator": "Equal", "value": "inference", "effect": "NoExecute"}
+    caches = {c["metadata"]["name"]: c for c in objects_of(compiled, "NIMCache")}
+    services = {s["metadata"]["name"]: s for s in objects_of(compiled, "NIMService")}
+    assert caches["chat"]["spec"]["tolerations"] == services["chat"]["spec"]["tolerations"]  # the caching Job lands there too
+    assert team in caches["chat"]["spec"]["tolerations"] and "tolerations" not in caches["small"]["spec"]
+    nfd = release_values(compiled, "gpu-operator")["node-feature-discovery"]["worker"]["tolerations"]
+    assert nfd[:3] == gpu_operator()["nfdWorkerTolerations"]["v25.10.0"] and nfd[3:] == [team]
+
+
+def test_nfd_tolerations_follow_the_operator_version_and_mode(fleet):
+    from test_seed_patterns import tainted_fleet
+
+    new = release_values(compile_single(tainted_fleet(fleet, gpuOperator={"version": "v26.7.0"})), "gpu-operator")
+    assert [t["key"] for t in new["node-feature-discovery"]["worker"]["tolerations"]] == [
+        "node-role.kubernetes.io/control-plane", "nvidia.com/gpu", "dedicated"]
+    patched = compile_single(tainted_fleet(fleet, gpuOperator={"mode": "patch"}))
+    policy = next(o for o in patched.objects if o.kind == "ClusterPolicy")
+    assert "node-feature-discovery" not in policy.manifest["spec"]  # not a ClusterPolicy field
+
+
+def test_nfd_default_tolerations_are_the_charts():
+    reference = yaml.safe_load((GPU_OPERATOR / "values-v26.7.0.yaml").read_text())
+    assert reference["node-feature-discovery"]["worker"]["tolerations"] == gpu_operator()["nfdWorkerTolerations"]["v26.7.0"]
+
+
+@pytest.mark.parametrize("driver, chart", [("0.4.1", "v0.4.1"), ("0.5.1", "main-0.5.0-dev"), ("25.12.0", "v25.12.0")])
+def test_the_kubelet_plugin_keeps_the_charts_default_tolerations(fleet, driver, chart):
+    from conftest import cluster_doc
+    from test_seed_patterns import TEAM_TAINT
+
+    pools = [{"name": "h100", "nodes": 1, "gpu": {"model": "H100-80GB", "count": 8}, "taints": [TEAM_TAINT]}]
+    kubernetes = "1.35" if driver.startswith("0.") else "1.34"
+    compiled = compile_single(fleet(clusters=[cluster_doc(kubernetes=kubernetes, driver=driver, pools=pools)]))
+    values = next(r for r in compiled.releases if r.component == "dra-driver").values
+    chart_defaults = yaml.safe_load((REFERENCE / "nvidia-dra-driver-gpu" / chart / "values.yaml").read_text())
+    defaults = chart_defaults["kubeletPlugin"]["tolerations"]
+    assert values["kubeletPlugin"]["tolerations"] == [*defaults, {"key": "dedicated", "operator": "Equal",
+                                                                  "value": "inference", "effect": "NoExecute"}]

@@ -184,6 +184,13 @@ class ChartKey:
     kind: str  # leaf | list | map
 
 
+def kubelet_plugin_tolerations(line: DriverLine) -> list[dict]:
+    """The chart's default kubeletPlugin.tolerations on `line` (data/dra_driver.yaml `kubeletPluginTolerations`)."""
+    table = load_table("dra_driver")["kubeletPluginTolerations"]
+    since = max((k for k in table if line.at_least(k)), key=line_order)
+    return [dict(t) for t in table[since]]
+
+
 def chart_api_version() -> dict[str, str]:
     """How the driver chart picks its DeviceClasses' API version (data/dra_driver.yaml `chartApiVersion`)."""
     return dict(load_table("dra_driver")["chartApiVersion"])

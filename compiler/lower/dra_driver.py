@@ -6,12 +6,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ..facts.driver import chart_for
+from ..facts.driver import chart_for, kubelet_plugin_tolerations
 from ..facts.platform import gpu_operator
 from ..validate.features import ClusterFeatures, derived_gates
 from ..validate.resolved import ResolvedCluster
 from .graph import HelmRelease, Wave
-from .tolerations import tolerations
+from .tolerations import uncovered
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -51,9 +51,10 @@ def driver_values(cluster: ResolvedCluster, features: ClusterFeatures) -> dict[s
     # where the kubelet plugin must run: the DRA pools, and the multi-node NVLink pools whose ComputeDomain
     # channels it serves while their GPUs stay on the device plugin
     served = [p for p in cluster.pools if p.dra or (features.compute_domains and p.gpu.multi_node_nvlink)]
-    tolerate = tolerations(served)
-    if tolerate:  # the chart's kubelet plugin tolerates nothing: on tainted GPU nodes it would never run
-        plugin["tolerations"] = tolerate
+    defaults = kubelet_plugin_tolerations(cluster.driver)
+    extra = uncovered(served, defaults)
+    if extra:  # setting the value replaces the chart's defaults (0.4+: nvidia.com/gpu), so they are written back
+        plugin["tolerations"] = [*defaults, *extra]
     if plugin:
         values["kubeletPlugin"] = plugin
     return deep_merge(values, spec.values)

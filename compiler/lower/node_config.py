@@ -41,11 +41,28 @@ def operator_installs_driver(cluster: ResolvedCluster) -> bool:
     return cluster.spec.dra_driver.nvidia_driver_root == gpu_operator()["driverRoot"]
 
 
+def _nfd_worker_defaults(cluster: ResolvedCluster) -> list[dict[str, Any]]:
+    table = gpu_operator()["nfdWorkerTolerations"]
+    mine = cluster.spec.gpu_operator.version
+    known = sorted(table, key=version_tuple)
+    fitting = [v for v in known if mine is None or version_tuple(v) <= version_tuple(mine)]
+    return list(table[(fitting or known)[-1]])
+
+
 def operand_tolerations(cluster: ResolvedCluster) -> dict[str, Any]:
-    """`daemonsets.tolerations` when a pool's taint is not among the operands' default tolerations."""
+    """`daemonsets.tolerations` when a pool's taint is not among the operands' defaults (setting it replaces the
+    chart's list, so the defaults are written back first)."""
     defaults = gpu_operator()["daemonsetTolerations"]
     extra = uncovered(cluster.pools, defaults)
     return {"daemonsets": {"tolerations": [*defaults, *extra]}} if extra else {}
+
+
+def nfd_tolerations(cluster: ResolvedCluster) -> dict[str, Any]:
+    """The chart's Node Feature Discovery worker tolerations when a pool's taint is not among its defaults: a
+    Helm value of the chart only (no ClusterPolicy field), so mode patch and none leave NFD to its owner."""
+    defaults = _nfd_worker_defaults(cluster)
+    extra = uncovered(cluster.pools, defaults)
+    return {"node-feature-discovery": {"worker": {"tolerations": [*defaults, *extra]}}} if extra else {}
 
 
 def operator_settings(cluster: ResolvedCluster) -> dict[str, Any]:
@@ -123,7 +140,7 @@ def gpu_cluster_values(cluster: ResolvedCluster, driver_values: dict[str, Any]) 
     driver = facts["operatorDriverValues"] if operator_installs_driver(cluster) else facts["hostDriverValues"]
     return {"clusterPolicy": {"deployCR": False}, "gpuCluster": {"deployCR": True}, "draDriver": dra,
             "hostPaths": {"driverInstallDir": cluster.spec.dra_driver.nvidia_driver_root}, **copy.deepcopy(driver),
-            **operand_tolerations(cluster)}
+            **operand_tolerations(cluster), **nfd_tolerations(cluster)}
 
 
 DEVICE_PLUGIN_VALUES = "values/nvidia-device-plugin.yaml"
@@ -156,7 +173,7 @@ def lower_node_config(cluster: ResolvedCluster, driver_values: dict[str, Any]
         releases.append(HelmRelease(
             name=facts["releaseName"], namespace=op.namespace,
             chart=ChartRef(facts["chart"]["name"], facts["chart"]["repository"], op.version or ""),
-            values=settings, wave=Wave.CHARTS, component="gpu-operator", origin=ref))
+            values={**settings, **nfd_tolerations(cluster)}, wave=Wave.CHARTS, component="gpu-operator", origin=ref))
     elif op.mode == "patch":
         objects.append(make_object(
             "nvidia.com/v1", "ClusterPolicy", facts["clusterPolicyName"], wave=Wave.NODE_CONFIG,

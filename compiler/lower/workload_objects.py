@@ -84,9 +84,13 @@ def nim_objects(plan: WorkloadPlan, claim: ClaimRef | None, compute_domain_name:
         **{f"spec.storage.pvc.{k}": (f"spec.cache.{field}", "spec.cache")
            for k, field in (("size", "size"), ("storageClass", "storageClass"), ("volumeAccessMode", "accessMode"))},
     }
+    tolerate = tolerations(m.pool for m in plan.matches if m.ok)
+    cache_spec: dict[str, Any] = {"source": {"ngc": ngc}, "storage": {"pvc": pvc}}
+    if tolerate:  # the caching Job runs on GPU nodes and takes tolerations only from here (operators.yaml nimOperator.cacheJob)
+        cache_spec["tolerations"] = tolerate
     cache = make_object(api, "NIMCache", plan.name, namespace=plan.namespace, wave=Wave.NIM_CACHE, component=component,
                         origin=plan.intent.source, labels=labels, annotations={SYNC_OPTIONS: MISSING_CRD_OK},
-                        body={"spec": {"source": {"ngc": ngc}, "storage": {"pvc": pvc}}}, sources=cache_sources)
+                        body={"spec": cache_spec}, sources=cache_sources)
 
     repository, tag = _image(model.image)
     image: dict[str, Any] = {"repository": repository, "tag": tag, "pullPolicy": "IfNotPresent"}
@@ -106,7 +110,6 @@ def nim_objects(plan: WorkloadPlan, claim: ClaimRef | None, compute_domain_name:
         **gpus,
         "expose": {"service": {"type": w.spec.expose.type, "port": w.spec.expose.port}},
     }
-    tolerate = tolerations(m.pool for m in plan.matches if m.ok)
     if tolerate:  # a DRA pod is not given the device plugin's extended-resource toleration
         spec["tolerations"] = tolerate
     if w.spec.gpu.multi_node is not None:
