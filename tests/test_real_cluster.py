@@ -9,6 +9,7 @@ from test_platform_2026 import gpu_cluster_doc
 
 from compiler.check.operator_chart import chart_failures
 from compiler.facts.platform import gpu_operator
+from compiler.pipeline import compile_fleet
 
 from conftest import REFERENCE, compile_single, gpuc
 
@@ -54,9 +55,6 @@ def test_chart_fail_defaults_are_the_charts_defaults():
 
 
 def test_every_example_cluster_passes_the_operator_charts_validations():
-    from compiler.pipeline import compile_fleet
-
-    from conftest import EXAMPLES
     for compiled in compile_fleet(EXAMPLES).compiled.values():
         op = compiled.cluster.spec.gpu_operator
         for release in compiled.releases:
@@ -65,8 +63,6 @@ def test_every_example_cluster_passes_the_operator_charts_validations():
 
 
 def test_the_check_stage_refuses_values_the_operator_chart_fails_on():
-    from check_support import errors_after
-
     def drop_driver(compiled):
         next(r for r in compiled.releases if r.name == "gpu-operator").values.pop("driver")
 
@@ -79,8 +75,6 @@ def test_the_check_stage_refuses_values_the_operator_chart_fails_on():
 
 @pytest.mark.parametrize("operator", ["v25.10.1", "v25.3.4"])
 def test_device_plugin_env_leaves_the_operators_cdi_strategy_alone(fleet, operator):
-    from conftest import cluster_doc
-
     pools = [{"name": "h100", "nodes": 1, "gpu": {"model": "H100-80GB", "count": 8}},
              {"name": "l40s", "nodes": 1, "gpu": {"model": "L40S-48GB", "count": 4}, "allocation": "devicePlugin"}]
     values = release_values(compile_single(fleet(clusters=[cluster_doc(pools=pools, gpuOperator={"version": operator})])),
@@ -94,9 +88,6 @@ def test_device_plugin_env_leaves_the_operators_cdi_strategy_alone(fleet, operat
 # ---------------------------------------------------------------- 3. the driver chart's API version and the fork's image
 
 def test_a_driver_chart_that_picks_v1_is_refused_where_the_cluster_does_not_serve_it(fleet):
-    from conftest import cluster_doc
-    from test_input_errors import render_rejected
-
     render_rejected(fleet(clusters=[cluster_doc(kubernetes="1.33", driver="25.8.1", acknowledge=[])]), "spec.draDriver.version",
                     "resource.k8s.io/v1", "serves resource.k8s.io/v1beta2", "upgrade draDriver.version to 25.12.0")
     # 25.12 takes resourceApiVersion, 1.34 serves v1, and an older Helm can be stated
@@ -111,9 +102,6 @@ def test_a_driver_chart_that_picks_v1_is_refused_where_the_cluster_does_not_serv
 
 
 def test_topology_config_needs_the_forks_image(fleet):
-    from conftest import PARTITIONED_H100, cluster_doc
-    from test_input_errors import render_rejected
-
     ack = [{"warning": "driver-fork", "reason": "we run the fork"}]
     doc = cluster_doc(driver="25.8.1", pools=[dict(PARTITIONED_H100)], draDriver={"fabric": "topologyConfig"}, acknowledge=ack)
     del doc["spec"]["draDriver"]["values"]  # cluster_doc names the fork's image
@@ -127,9 +115,6 @@ def test_topology_config_needs_the_forks_image(fleet):
 # ---------------------------------------------------------------- 4, 5, 14. tainted pools: caching Job, NFD, kubelet plugin
 
 def test_what_runs_on_tainted_gpu_nodes_tolerates_their_taints(fleet):
-    from conftest import objects_of
-    from test_seed_patterns import tainted_fleet
-
     compiled = compile_single(tainted_fleet(fleet))
     team = {"key": "dedicated", "operator": "Equal", "value": "inference", "effect": "NoExecute"}
     caches = {c["metadata"]["name"]: c for c in objects_of(compiled, "NIMCache")}
@@ -141,8 +126,6 @@ def test_what_runs_on_tainted_gpu_nodes_tolerates_their_taints(fleet):
 
 
 def test_nfd_tolerations_follow_the_operator_version_and_mode(fleet):
-    from test_seed_patterns import tainted_fleet
-
     new = release_values(compile_single(tainted_fleet(fleet, gpuOperator={"version": "v26.7.0"})), "gpu-operator")
     assert [t["key"] for t in new["node-feature-discovery"]["worker"]["tolerations"]] == [
         "node-role.kubernetes.io/control-plane", "nvidia.com/gpu", "dedicated"]
@@ -158,9 +141,6 @@ def test_nfd_default_tolerations_are_the_charts():
 
 @pytest.mark.parametrize("driver, chart", [("0.4.1", "v0.4.1"), ("0.5.1", "main-0.5.0-dev"), ("25.12.0", "v25.12.0")])
 def test_the_kubelet_plugin_keeps_the_charts_default_tolerations(fleet, driver, chart):
-    from conftest import cluster_doc
-    from test_seed_patterns import TEAM_TAINT
-
     pools = [{"name": "h100", "nodes": 1, "gpu": {"model": "H100-80GB", "count": 8}, "taints": [TEAM_TAINT]}]
     kubernetes = "1.35" if driver.startswith("0.") else "1.34"
     compiled = compile_single(fleet(clusters=[cluster_doc(kubernetes=kubernetes, driver=driver, pools=pools)]))
