@@ -6,12 +6,15 @@ from __future__ import annotations
 import pytest
 import yaml
 from test_platform_2026 import gpu_cluster_doc
+from test_seed_patterns import TEAM_TAINT, tainted_fleet
 
 from compiler.check.operator_chart import chart_failures
 from compiler.facts.platform import gpu_operator
 from compiler.pipeline import compile_fleet
 
-from conftest import REFERENCE, compile_single, gpuc
+from check_support import errors_after
+from conftest import EXAMPLES, PARTITIONED_H100, REFERENCE, cluster_doc, compile_single, gpuc, objects_of
+from test_input_errors import render_rejected
 
 GPU_OPERATOR = REFERENCE / "gpu-operator"
 
