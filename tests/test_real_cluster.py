@@ -13,7 +13,7 @@ from compiler.facts.platform import gpu_operator
 from compiler.pipeline import compile_fleet
 
 from check_support import errors_after
-from conftest import EXAMPLES, PARTITIONED_H100, REFERENCE, cluster_doc, compile_single, gpuc, objects_of
+from conftest import EXAMPLES, PARTITIONED_H100, REFERENCE, cluster_doc, compile_single, gpuc, objects_of, workload_doc
 from test_input_errors import render_rejected
 
 GPU_OPERATOR = REFERENCE / "gpu-operator"
@@ -152,3 +152,38 @@ def test_the_kubelet_plugin_keeps_the_charts_default_tolerations(fleet, driver, 
     defaults = chart_defaults["kubeletPlugin"]["tolerations"]
     assert values["kubeletPlugin"]["tolerations"] == [*defaults, {"key": "dedicated", "operator": "Equal",
                                                                   "value": "inference", "effect": "NoExecute"}]
+
+
+# ---------------------------------------------------------------- 6. FabricManagerPartitioning is driver-wide
+
+def partitioned_cluster(pools: list | None = None) -> dict:
+    return cluster_doc(kubernetes="1.36", driver="0.5.1", pools=pools or [dict(PARTITIONED_H100)],
+                       draDriver={"fabric": "partitionAttributes"})
+
+
+@pytest.mark.parametrize("gpu, refused", [
+    ({"count": 3}, True),                                                          # no FM partition of 3 GPUs
+    ({"count": 4}, True),                                                          # 4 GPUs, but no partition asked for
+    ({"count": 4, "fabric": {"partitionSize": 4}}, False),                         # matchAttribute partition4
+    ({"count": 1}, False),                                                         # a GPU is its own partition
+])
+def test_claims_on_a_partitioning_driver_must_ask_for_a_partition(fleet, gpu, refused):
+    # the partitioned workload turns the driver-wide gate on; the other one is judged under it
+    workloads = [workload_doc("p", "t", gpu={"count": 8, "fabric": {"partitionSize": 8}}), workload_doc("w", "t", gpu=gpu)]
+    root = fleet(clusters=[partitioned_cluster()], workloads={"w.yaml": workloads})
+    result = gpuc("validate", root)
+    if refused:
+        assert result.code == 1 and "FabricManagerPartitioning" in result.err and "partitionSize" in result.err, result.err
+        assert "workloads/w.yaml" in result.err
+    else:
+        assert result.code == 0, result.err
+
+
+def test_a_partitioning_driver_refuses_pools_without_fabric_manager(fleet):
+    l40s = {"name": "l40s", "nodes": 1, "gpu": {"model": "L40S-48GB", "count": 4}}
+    workloads = {"w.yaml": [workload_doc("p", "t", gpu={"count": 8, "fabric": {"partitionSize": 8}})]}
+    render_rejected(fleet(clusters=[partitioned_cluster([dict(PARTITIONED_H100), l40s])], workloads=workloads),
+                    "spec.nodePools[1].gpu.model", "no Fabric Manager", "allocation: devicePlugin")
+    assert gpuc("validate", fleet(clusters=[partitioned_cluster([dict(PARTITIONED_H100), l40s])])).code == 0  # gate off
+    l40s["allocation"] = "devicePlugin"
+    assert gpuc("validate", fleet(clusters=[partitioned_cluster([dict(PARTITIONED_H100), l40s])], workloads=workloads)).code == 0

@@ -191,6 +191,11 @@ def kubelet_plugin_tolerations(line: DriverLine) -> list[dict]:
     return [dict(t) for t in table[since]]
 
 
+def fabric_manager_partitioning() -> dict:
+    """What gate FabricManagerPartitioning does to every node and claim (data/dra_driver.yaml)."""
+    return dict(load_table("dra_driver")["fabricManagerPartitioning"])
+
+
 def chart_api_version() -> dict[str, str]:
     """How the driver chart picks its DeviceClasses' API version (data/dra_driver.yaml `chartApiVersion`)."""
     return dict(load_table("dra_driver")["chartApiVersion"])

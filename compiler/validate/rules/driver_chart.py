@@ -4,8 +4,10 @@ DeviceClasses get, and which image a fork-only feature needs."""
 from __future__ import annotations
 
 from ...diagnostics import Findings
-from ...facts.driver import chart_api_version, chart_keys, gates
+from ...facts.driver import chart_api_version, chart_keys, fabric_manager_partitioning, gates
 from ..documents import Fleet
+from ..features import cluster_features, derived_gates
+from ..intents import GpuWorkload
 from ..resolved import ResolvedCluster
 
 
@@ -15,6 +17,8 @@ def check_driver_chart(fleet: Fleet, clusters: dict[str, ResolvedCluster], findi
             continue  # the GPU Operator installs the driver: gpuc writes no driver chart
         _check_api_version(cluster, findings)
         _check_fork_image(cluster, findings)
+    for cluster in clusters.values():
+        _check_fabric_manager_nodes(cluster, [w.model for w in fleet.workloads_on(cluster.name)], findings)
 
 
 def _check_api_version(cluster: ResolvedCluster, findings: Findings) -> None:
@@ -51,3 +55,23 @@ def _check_fork_image(cluster: ResolvedCluster, findings: Findings) -> None:
         f"fabric topologyConfig turns on the driver gate FabricTopologySupport, which only the fork {build} knows; the "
         f"upstream image {cluster.driver.image} refuses unknown gates and the kubelet plugin does not start",
         "name the fork's build in draDriver.values: image: {repository: <your registry>/<fork image>, tag: <its tag>}"))
+
+
+def _check_fabric_manager_nodes(cluster: ResolvedCluster, workloads: list[GpuWorkload], findings: Findings) -> None:
+    """With FabricManagerPartitioning on, the kubelet plugin of every DRA node opens Fabric Manager at start-up; GPUs
+    without NVSwitch have no Fabric Manager, so the plugin would not start there."""
+    gate = fabric_manager_partitioning()["gate"]
+    spec = cluster.spec.dra_driver
+    gates_value = spec.values.get("featureGates")
+    derived = derived_gates(cluster.driver, cluster_features(cluster, workloads), spec.fabric)
+    if not {**derived, **(gates_value if isinstance(gates_value, dict) else {})}.get(gate):
+        return
+    for pool in cluster.dra_pools:
+        if not pool.gpu.nvlink_within_node:
+            findings.add(cluster.intent.error(
+                pool.path + ("gpu", "model"),
+                f"the DRA driver runs with gate {gate} (for the workloads' NVLink partitions) on every node, and its kubelet "
+                f"plugin opens Fabric Manager at start-up; {pool.gpu.key} nodes have no NVSwitch and no Fabric Manager, so "
+                f"the plugin would not start on pool '{pool.name}'",
+                "allocate this pool through the device plugin (allocation: devicePlugin), or run it in a cluster with "
+                "fabric none"))
