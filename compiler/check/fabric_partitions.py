@@ -71,6 +71,8 @@ def check_fabric_partitions(ctx: ClusterContext) -> Iterable[Finding]:
                               f"the DRA driver runs with gate {facts['gate']}, so preparing this claim's {total} GPUs needs a "
                               f"Fabric Manager partition of exactly those GPUs, and nothing here asks for one: the pod would "
                               f"not start",
-                              f"give the workload gpu.fabric: {{partitionSize: {total}}} (a size the pool's nvlink.partitions "
-                              f"offer), ask for 1 GPU, or run it where the driver has no {facts['gate']}")
+                              (f"give the workload gpu.fabric: {{partitionSize: {total}}}" if total in facts["partitionSizes"] else
+                               f"ask for a Fabric Manager partition size ({', '.join(map(str, facts['partitionSizes'][1:]))}) "
+                               "with gpu.fabric.partitionSize") +
+                              f" (one of the pool's nvlink.partitions), ask for 1 GPU, or run it where the driver has no {facts['gate']}")
                 break
