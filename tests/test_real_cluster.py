@@ -3,6 +3,8 @@ behaviour gpuc now follows, recorded as a fact with its source."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import yaml
 from test_platform_2026 import gpu_cluster_doc
@@ -187,3 +189,22 @@ def test_a_partitioning_driver_refuses_pools_without_fabric_manager(fleet):
     assert gpuc("validate", fleet(clusters=[partitioned_cluster([dict(PARTITIONED_H100), l40s])])).code == 0  # gate off
     l40s["allocation"] = "devicePlugin"
     assert gpuc("validate", fleet(clusters=[partitioned_cluster([dict(PARTITIONED_H100), l40s])], workloads=workloads)).code == 0
+
+
+# ---------------------------------------------------------------- 7. DRA itself is off by default on 1.32 and 1.33
+
+@pytest.mark.parametrize("kubernetes, runtime", [("1.32", "resource.k8s.io/v1beta1=true"),
+                                                 ("1.33", "resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true")])
+def test_dra_on_132_and_133_is_a_warning_with_the_runtime_config(fleet, kubernetes, runtime):
+    result = gpuc("validate", fleet(clusters=[cluster_doc(kubernetes=kubernetes, acknowledge=[])]))
+    assert result.code == 0 and "spec.kubernetesVersion: DynamicResourceAllocation" in result.err, result.err
+    assert "off by default" in result.err and f"--runtime-config={runtime}" in result.err and "[dra-beta]" in result.err
+    ack = [{"warning": "dra-beta", "reason": "the API server runs with the gate and the beta API on"}]
+    assert "DynamicResourceAllocation" not in gpuc("validate", fleet(clusters=[cluster_doc(kubernetes=kubernetes, acknowledge=ack)])).err
+    assert "DynamicResourceAllocation" not in gpuc("validate", fleet(clusters=[cluster_doc(kubernetes="1.34")])).err
+
+
+def test_the_catalog_says_dra_is_off_by_default_before_134():
+    versions = {v["version"]: v for v in json.loads(gpuc("catalog", "--output", "json").out)["kubernetesVersions"]}
+    for version, on in (("1.32", False), ("1.33", False), ("1.34", True)):
+        assert ("DynamicResourceAllocation" in versions[version]["draGatesOnByDefault"]) is on
