@@ -208,3 +208,18 @@ def test_the_catalog_says_dra_is_off_by_default_before_134():
     versions = {v["version"]: v for v in json.loads(gpuc("catalog", "--output", "json").out)["kubernetesVersions"]}
     for version, on in (("1.32", False), ("1.33", False), ("1.34", True)):
         assert ("DynamicResourceAllocation" in versions[version]["draGatesOnByDefault"]) is on
+
+
+# ---------------------------------------------------------------- 8. mode none: the DRA plugin and the device plugin split the nodes
+
+def test_mode_none_keeps_the_dra_plugin_on_dra_nodes_beside_the_standalone_device_plugin(fleet):
+    compiled = compile_single(fleet(clusters=[cluster_doc(gpuOperator={"mode": "none"})]))  # one pool, DRA only
+    label = gpu_operator()["draNodeLabel"]
+    plugin = next(r for r in compiled.releases if r.component == "dra-driver").values["kubeletPlugin"]
+    assert plugin["nodeSelector"] == {label: "true"}
+    terms = compiled.advice["values/nvidia-device-plugin.yaml"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert all({"key": label, "operator": "NotIn", "values": ["true"]} in t["matchExpressions"] for t in terms)
+    assert compiled.node_labels["h100"][label] == "true"  # what the DRA pool's nodes carry
+    helm = compile_single(fleet(clusters=[cluster_doc()]))  # the operator's device plugin is off: nothing to split
+    assert "kubeletPlugin" not in next(r for r in helm.releases if r.component == "dra-driver").values

@@ -46,7 +46,9 @@ def driver_values(cluster: ResolvedCluster, features: ClusterFeatures) -> dict[s
     if cluster.driver.at_least("25.12"):
         values["resourceApiVersion"] = cluster.api.api_version
     plugin: dict[str, Any] = {}
-    if cluster.mixed_allocation:
+    if cluster.mixed_allocation or cluster.spec.gpu_operator.mode == "none":
+        # a device plugin serves the other GPU nodes: in a mixed cluster the operator's, with mode none the one whose
+        # affinity gpuc writes to values/nvidia-device-plugin.yaml (off the DRA label), so the DRA plugin stays on it
         plugin["nodeSelector"] = {gpu_operator()["draNodeLabel"]: "true"}
     # where the kubelet plugin must run: the DRA pools, and the multi-node NVLink pools whose ComputeDomain
     # channels it serves while their GPUs stay on the device plugin

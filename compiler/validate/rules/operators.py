@@ -30,7 +30,8 @@ def _check_operator_mode(cluster: ResolvedCluster, findings: Findings) -> None:
             "driver serving the same GPUs both hand them out, and pods get GPUs another pod holds",
             f"disable the device plugin of the GPU Operator you run on those nodes (devicePlugin.enabled=false, or node "
             f"label {label}=false), or use mode patch so gpuc sets it; a standalone NVIDIA device plugin chart takes the "
-            f"affinity gpuc writes to values/nvidia-device-plugin.yaml"))
+            f"affinity gpuc writes to values/nvidia-device-plugin.yaml; the DRA kubelet plugin runs only on nodes labelled "
+            f"{gpu_operator()['draNodeLabel']}=true (node-labels.yaml)"))
     if op.mode == "none" and any(p.mig_layout is not None or p.mig_dynamic for p in cluster.pools):
         name = gpu_operator()["migConfigMapName"]
         findings.add(cluster.intent.warning(("spec", "gpuOperator", "mode"),
