@@ -223,3 +223,37 @@ def test_mode_none_keeps_the_dra_plugin_on_dra_nodes_beside_the_standalone_devic
     assert compiled.node_labels["h100"][label] == "true"  # what the DRA pool's nodes carry
     helm = compile_single(fleet(clusters=[cluster_doc()]))  # the operator's device plugin is off: nothing to split
     assert "kubeletPlugin" not in next(r for r in helm.releases if r.component == "dra-driver").values
+
+
+# ---------------------------------------------------------------- 17. multiNode: count is GPUs per pod, one pod per node
+
+GB200 = {"name": "gb200", "nodes": 4, "gpu": {"model": "GB200-186GB", "count": 4}}
+
+
+def test_count_over_a_node_names_the_split_with_or_without_multi_node(fleet):
+    multi = workload_doc("t", "r", gpu={"count": 16, "multiNode": {"nodes": 2}})
+    err = render_rejected(fleet(clusters=[cluster_doc(pools=[dict(GB200)])], workloads={"w.yaml": [multi]}), "spec.gpu.count", code=1)
+    assert "use multiNode for more" not in err  # it is set already
+    assert "each of the replica's 2 pods on its own node): for 32 GPUs per replica use count: 4 with multiNode.nodes: 8" in err
+    single = workload_doc("t", "r", gpu={"count": 16})
+    err = render_rejected(fleet(clusters=[cluster_doc(pools=[dict(GB200)])], workloads={"w.yaml": [single]}), "spec.gpu.count", code=1)
+    assert "for 16 GPUs per replica use count: 4 with multiNode.nodes: 4" in err
+
+
+def test_explain_shows_the_pods_nodes_and_compute_domain_of_a_multi_node_replica(fleet):
+    h100 = {"name": "h100", "nodes": 4, "gpu": {"model": "H100-80GB", "count": 8}}
+    workloads = {"w.yaml": [workload_doc("nv", "r", replicas=2, gpu={"count": 4, "multiNode": {"nodes": 2}}, clusters=["c1"]),
+                            workload_doc("net", "r", gpu={"count": 8, "multiNode": {"nodes": 2}}, clusters=["c2"])]}
+    root = fleet(clusters=[cluster_doc("c1", pools=[dict(GB200)]), cluster_doc("c2", pools=[h100])], workloads=workloads)
+    nv = json.loads(gpuc("explain", root, "r/nv", "--output", "json").out)["clusters"][0]
+    assert nv["gpusPerReplica"] == 8
+    assert {k: nv["multiNode"][k] for k in ("podsPerReplica", "gpusPerPod", "replicas", "pods", "nodes")} == {
+        "podsPerReplica": 2, "gpusPerPod": 4, "replicas": 2, "pods": 4, "nodes": 4}
+    assert nv["multiNode"]["computeDomain"].startswith("nv-")
+    text = gpuc("explain", root, "r/net").out
+    assert "multi-node: each replica is 2 pods, one per node, each with 8 GPU(s) (gpu.count is per pod) = 16 GPU(s) per replica" in text
+    assert "no ComputeDomain: the serving pools have no multi-node NVLink" in text
+    plan = json.loads(gpuc("plan", root, "--cluster", "c1", "--output", "json").out)["clusters"][0]["pods"]
+    assert [(p["pod"], p["replica"], p.get("rank", 0)) for p in plan] == [("nv-0-0", 0, 0), ("nv-0-1", 0, 1), ("nv-1-0", 1, 0),
+                                                                          ("nv-1-1", 1, 1)]
+    assert len({p["node"] for p in plan}) == 4  # one node per pod

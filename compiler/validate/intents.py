@@ -213,7 +213,7 @@ class Fabric(Model):
 
 
 class MultiNode(Model):
-    nodes: int = Field(ge=2, le=1024)
+    nodes: int = Field(ge=2, le=1024, description="pods per replica, one per node, each with gpu.count GPUs")
 
 
 GpuCount = Annotated[Literal["auto"] | Annotated[int, Field(ge=1, le=32)], Field(union_mode="left_to_right")]
@@ -240,7 +240,9 @@ class GpuAlternative(Model):
 
 class GpuRequest(Model):
     class_: DnsSubdomain | None = Field(None, alias="class")
-    count: GpuCount | None = None
+    count: GpuCount | None = Field(None, description="GPUs per pod, always: a replica is one pod, or with multiNode one pod on "
+                                                     "each of multiNode.nodes nodes (count x nodes GPUs per replica); auto: "
+                                                     "sized from spec.model")
     sharing: Literal["Exclusive", "Shared", "TimeSlicing", "MPS", "Fractional"] = Field(
         "Exclusive", description="Exclusive: whole GPUs per replica; Shared/TimeSlicing/MPS: the members of a share group use "
                                  "one claim; Fractional: each replica gets gpu.memory of one GPU (consumable capacity)")
