@@ -171,10 +171,13 @@ def test_gpu_cluster_values_follow_the_derived_gates():
 
     values = {"resources": {"computeDomains": {"enabled": False}}, "featureGates": {"DynamicMIG": True}}
 
-    class _Spec:  # the two fields gpu_cluster_values reads
+    class _Spec:  # the fields gpu_cluster_values reads
         class dra_driver:
             version = "0.5.1"
             nvidia_driver_root = "/run/nvidia/driver"
+
+        class gpu_operator:
+            version = "v26.7.0"
 
     class _Cluster:
         spec = _Spec

@@ -257,3 +257,21 @@ def test_explain_shows_the_pods_nodes_and_compute_domain_of_a_multi_node_replica
     assert [(p["pod"], p["replica"], p.get("rank", 0)) for p in plan] == [("nv-0-0", 0, 0), ("nv-0-1", 0, 1), ("nv-1-0", 1, 0),
                                                                           ("nv-1-1", 1, 1)]
     assert len({p["node"] for p in plan}) == 4  # one node per pod
+
+
+# ---------------------------------------------------------------- 9. dynamic MIG nodes keep the MIG Manager off
+
+def test_dynamic_mig_pools_keep_the_mig_manager_off_and_say_what_enables_mig_mode(fleet):
+    pools = [{"name": "dyn", "nodes": 1, "gpu": {"model": "H100-80GB", "count": 8}, "mig": {"layout": "dynamic"}},
+             {"name": "static", "nodes": 1, "gpu": {"model": "A100-80GB", "count": 8}, "mig": {"layout": "all-balanced"}}]
+    doc = cluster_doc(kubernetes="1.36", driver="0.5.1", pools=pools)
+    compiled = compile_single(fleet(clusters=[doc]))
+    facts = gpu_operator()
+    assert compiled.node_labels["dyn"] == {facts["draNodeLabel"]: "true", facts["migManagerDeployLabel"]: "false"}
+    assert compiled.node_labels["static"][facts["migConfigLabel"]] == "all-balanced"  # the MIG Manager partitions it
+    config = yaml.safe_load(next(o for o in compiled.objects if o.kind == "ConfigMap").manifest["data"]["config.yaml"])
+    assert "all-enabled" not in config["mig-configs"]
+    result = gpuc("validate", fleet(clusters=[doc]))
+    assert "spec.nodePools[0].mig.layout: nothing gpuc writes enables MIG mode" in result.err and "[mig-mode]" in result.err
+    doc["spec"]["acknowledge"] = [{"warning": "mig-mode", "reason": "the node image runs nvidia-smi -mig 1"}]
+    assert "mig-mode" not in gpuc("validate", fleet(clusters=[doc])).err

@@ -93,8 +93,7 @@ def mig_parted_config(cluster: ResolvedCluster) -> dict[str, Any]:
     configs: dict[str, list[dict[str, Any]]] = {"all-disabled": [{"devices": "all", "mig-enabled": False}]}
     for pool in _mig_pools(cluster):
         if pool.mig_dynamic:
-            configs["all-enabled"] = [{"devices": "all", "mig-enabled": True, "mig-devices": {}}]
-            continue
+            continue  # the MIG Manager stays off dynamic-MIG nodes (pool_labels)
         entry = {"devices": "all", "mig-enabled": True, "mig-devices": dict(pool.mig_layout or ())}
         if pool.mig_config and pool.mig_config.startswith("all-"):
             # Named configs are shared by every pool that uses them: filter by PCI device id per model.
@@ -117,8 +116,10 @@ def pool_labels(cluster: ResolvedCluster) -> dict[str, dict[str, str]]:
             labels[facts["draNodeLabel"]] = "true"
             if cluster.mixed_allocation:
                 labels[facts["devicePluginDeployLabel"]] = "false"
-        if uses_mig and cluster.spec.gpu_operator.mode != "gpuCluster":  # no MIG Manager reads the label there
-            labels[facts["migConfigLabel"]] = ("all-enabled" if pool.mig_dynamic else pool.mig_config or "all-disabled")
+        if pool.mig_dynamic:  # mig-parted would clear the MIG devices the DRA driver creates for running pods
+            labels[facts["migManagerDeployLabel"]] = "false"
+        elif uses_mig and cluster.spec.gpu_operator.mode != "gpuCluster":  # no MIG Manager reads the label there
+            labels[facts["migConfigLabel"]] = pool.mig_config or "all-disabled"
         out[pool.name] = dict(sorted(labels.items()))
     return out
 

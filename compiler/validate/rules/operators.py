@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from ...diagnostics import Findings
 from ...facts.driver import gates
 from ...facts.platform import gpu_operator, version_tuple
@@ -12,8 +14,25 @@ from ..resolved import ResolvedCluster
 def check_operator_modes(fleet: Fleet, clusters: dict[str, ResolvedCluster], findings: Findings) -> None:
     for cluster in clusters.values():
         _check_operator_mode(cluster, findings)
+        _check_dynamic_mig_mode(cluster, findings)
         if cluster.spec.gpu_operator.mode == "gpuCluster":
             _check_gpu_cluster_mode(cluster, findings)
+
+
+def _check_dynamic_mig_mode(cluster: ResolvedCluster, findings: Findings) -> None:
+    """The MIG Manager is kept off dynamic-MIG nodes (it clears the MIG devices the driver creates), and a GPUCluster
+    runs none: nothing in gpuc's output enables MIG mode there, and the driver only partitions GPUs in MIG mode."""
+    pools = [p for p in cluster.pools if p.mig_dynamic]
+    if not pools or cluster.spec.acknowledged("mig-mode"):
+        return
+    warning = cluster.intent.warning(
+        pools[0].path + ("mig", "layout"),
+        f"nothing gpuc writes enables MIG mode on the GPUs of dynamic-MIG pool(s) {', '.join(p.name for p in pools)}: the MIG "
+        f"Manager is kept off them ({gpu_operator()['migManagerDeployLabel']}=false; mig-parted would clear the MIG devices the "
+        "DRA driver creates for running pods), and the driver only creates MIG devices on GPUs already in MIG mode",
+        "enable MIG mode in the node image or a boot script (nvidia-smi -mig 1) and say so: "
+        "spec.acknowledge: [{warning: mig-mode, reason: ...}]")
+    findings.add(dataclasses.replace(warning, code="mig-mode"))
 
 
 def _check_operator_mode(cluster: ResolvedCluster, findings: Findings) -> None:
@@ -32,7 +51,7 @@ def _check_operator_mode(cluster: ResolvedCluster, findings: Findings) -> None:
             f"label {label}=false), or use mode patch so gpuc sets it; a standalone NVIDIA device plugin chart takes the "
             f"affinity gpuc writes to values/nvidia-device-plugin.yaml; the DRA kubelet plugin runs only on nodes labelled "
             f"{gpu_operator()['draNodeLabel']}=true (node-labels.yaml)"))
-    if op.mode == "none" and any(p.mig_layout is not None or p.mig_dynamic for p in cluster.pools):
+    if op.mode == "none" and any(p.mig_layout is not None for p in cluster.pools):
         name = gpu_operator()["migConfigMapName"]
         findings.add(cluster.intent.warning(("spec", "gpuOperator", "mode"),
                                             f"MIG pools need the GPU Operator's migManager to read gpuc's ConfigMap '{name}' "
@@ -49,7 +68,6 @@ def _check_gpu_cluster_mode(cluster: ResolvedCluster, findings: Findings) -> Non
     facts = gpu_operator()["gpuCluster"]
     intent, spec = cluster.intent, cluster.spec
     op = spec.gpu_operator
-    mode = ("spec", "gpuOperator", "mode")
     if not op.version:
         findings.add(intent.error(("spec", "gpuOperator"), "gpuOperator.mode gpuCluster needs gpuOperator.version (the chart version to install)",
                                   f"add `version: {facts['since']}` or newer"))
@@ -97,7 +115,4 @@ def _check_gpu_cluster_mode(cluster: ResolvedCluster, findings: Findings) -> Non
                                     f"install the driver on the hosts (nvidiaDriverRoot: /), let the operator install it "
                                     f"(nvidiaDriverRoot: {operator_root}: gpuc turns on its NVIDIADriver resource), or make sure "
                                     "the node image installs it there"))
-    if any(p.mig_dynamic for p in cluster.pools):
-        findings.add(intent.warning(mode, "without a MIG Manager (gpuOperator.mode gpuCluster) nothing enables MIG mode on the GPUs of "
-                                          "dynamic-MIG pools; the DRA driver only creates MIG devices on GPUs already in MIG mode",
-                                    "enable MIG mode in the node image (nvidia-smi -mig 1), or use gpuOperator.mode helm"))
+
