@@ -275,3 +275,19 @@ def test_dynamic_mig_pools_keep_the_mig_manager_off_and_say_what_enables_mig_mod
     assert "spec.nodePools[0].mig.layout: nothing gpuc writes enables MIG mode" in result.err and "[mig-mode]" in result.err
     doc["spec"]["acknowledge"] = [{"warning": "mig-mode", "reason": "the node image runs nvidia-smi -mig 1"}]
     assert "mig-mode" not in gpuc("validate", fleet(clusters=[doc])).err
+
+
+# ---------------------------------------------------------------- 10. Argo CD assesses the Applications of an app-of-apps
+
+def test_argocd_learns_application_health_so_the_waves_between_applications_hold():
+    from test_argocd_health import health
+
+    compiled = compile_fleet(EXAMPLES).compiled["prod-east"]
+    patch = next(o for o in compiled.gitops if o.kind == "ConfigMap")
+    assert "resource.customizations.health.argoproj.io_Application" in patch.manifest["data"]
+    waves = {o.name: o.wave for o in compiled.gitops if o.kind == "Application"}
+    assert waves["prod-east-gpuc"] > waves["prod-east-nvidia-dra-driver-gpu"]  # the order that health makes real
+    assert health("argoproj.io_Application", {"status": {"health": {"status": "Healthy"}}})["status"] == "Healthy"
+    assert health("argoproj.io_Application", {"status": {"health": {"status": "Degraded", "message": "x"}}}) == {
+        "status": "Degraded", "message": "x"}
+    assert health("argoproj.io_Application", {"spec": {}})["status"] == "Progressing"  # not synced yet: the next wave waits
