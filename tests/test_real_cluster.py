@@ -11,11 +11,12 @@ from test_platform_2026 import gpu_cluster_doc
 from test_seed_patterns import TEAM_TAINT, tainted_fleet
 
 from compiler.check.operator_chart import chart_failures
-from compiler.facts.platform import gpu_operator
+from compiler.facts.catalog import gpu_models
+from compiler.facts.platform import gpu_operator, nim_operator
 from compiler.pipeline import compile_fleet
 
 from check_support import errors_after
-from conftest import EXAMPLES, PARTITIONED_H100, REFERENCE, cluster_doc, compile_single, gpuc, objects_of, workload_doc
+from conftest import EXAMPLES, NIM_SECRETS, PARTITIONED_H100, REFERENCE, cluster_doc, compile_single, gpuc, nim_model, objects_of, workload_doc
 from test_input_errors import render_rejected
 
 GPU_OPERATOR = REFERENCE / "gpu-operator"
@@ -291,3 +292,29 @@ def test_argocd_learns_application_health_so_the_waves_between_applications_hold
     assert health("argoproj.io_Application", {"status": {"health": {"status": "Degraded", "message": "x"}}}) == {
         "status": "Degraded", "message": "x"}
     assert health("argoproj.io_Application", {"spec": {}})["status"] == "Progressing"  # not synced yet: the next wave waits
+
+
+# ---------------------------------------------------------------- 11. NIMs that share GPUs are capped to their share
+
+def test_nims_sharing_a_gpu_cap_their_engine_memory_to_their_share():
+    compiled = compile_fleet(EXAMPLES).compiled["prod-east"]
+    assert nim_operator()["sharedGpuEnv"] == ["NIM_GPU_MEM_FRACTION", "NIM_KVCACHE_PERCENT"]
+    shares = {}
+    for o in compiled.objects:
+        if o.kind == "NIMService":
+            env = {e["name"]: e["value"] for e in o.manifest["spec"].get("env", [])}
+            shares[o.name] = env
+    shared = {n: float(e["NIM_GPU_MEM_FRACTION"]) for n, e in shares.items() if e}
+    assert set(shared) == {"llama-1b-guard", "qwen-1-5b-router"}  # the time-sliced pair; the exclusive NIMs keep theirs
+    assert sum(shared.values()) <= 0.9 and all(shares[n]["NIM_KVCACHE_PERCENT"] == shares[n]["NIM_GPU_MEM_FRACTION"]
+                                                for n in shared)
+    assert shared["qwen-1-5b-router"] > shared["llama-1b-guard"]  # in proportion to the sized need
+
+
+def test_a_fractional_nim_is_capped_to_its_memory(fleet):
+    w = workload_doc("small", "t", model=nim_model("1B"), secrets=NIM_SECRETS,
+                     gpu={"sharing": "Fractional", "memory": "20Gi"}, cache={"accessMode": "ReadWriteMany"})
+    compiled = compile_single(fleet(clusters=[cluster_doc(kubernetes="1.36", driver="0.5.1")], workloads={"w.yaml": [w]}))
+    env = next(o for o in objects_of(compiled, "NIMService"))["spec"]["env"]
+    h100 = gpu_models()["H100-80GB"].memory_bytes
+    assert env[0] == {"name": "NIM_GPU_MEM_FRACTION", "value": f"{int(100 * 20 * 1024**3 / h100) / 100:.2f}"}
