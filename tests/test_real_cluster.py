@@ -318,3 +318,46 @@ def test_a_fractional_nim_is_capped_to_its_memory(fleet):
     env = next(o for o in objects_of(compiled, "NIMService"))["spec"]["env"]
     h100 = gpu_models()["H100-80GB"].memory_bytes
     assert env[0] == {"name": "NIM_GPU_MEM_FRACTION", "value": f"{int(100 * 20 * 1024**3 / h100) / 100:.2f}"}
+
+
+# ---------------------------------------------------------------- 12. driver upgrades restart the DRA kubelet plugin
+
+def test_an_operator_driver_upgrade_evicts_the_kubelet_plugin(fleet):
+    facts = gpu_operator()
+    evict, dra = facts["draDriverDeployLabel"], facts["draNodeLabel"]
+    new = compile_single(fleet(clusters=[cluster_doc(gpuOperator={"version": "v26.7.0"})]))
+    plugin = next(r for r in new.releases if r.component == "dra-driver").values["kubeletPlugin"]
+    assert plugin["nodeSelector"] == {dra: "true", evict: "true"}  # paused by the driver manager, kept on DRA nodes
+    assert new.node_labels["h100"][evict] == "true"
+    assert gpuc("validate", fleet(clusters=[cluster_doc(gpuOperator={"version": "v26.7.0"})])).err == ""
+    old = cluster_doc(gpuOperator={"version": "v25.10.1"})  # driver manager v0.9.1 knows no such label
+    assert evict not in compile_single(fleet(clusters=[old])).node_labels["h100"]
+    result = gpuc("validate", fleet(clusters=[old]))
+    assert "spec.gpuOperator.version: GPU Operator v25.10.1 installs the GPU driver" in result.err
+    assert "upgrade gpuOperator.version to v26.7.0" in result.err
+    host = compile_single(fleet(clusters=[cluster_doc(gpuOperator={"version": "v26.7.0"}, draDriver={"nvidiaDriverRoot": "/"})]))
+    assert evict not in host.node_labels["h100"]  # no operator driver to upgrade
+
+
+# ---------------------------------------------------------------- 14. a multi-node NIM needs LeaderWorkerSet
+
+LWS_CRD = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "leaderworkersets.leaderworkerset.x-k8s.io"},
+           "spec": {"group": "leaderworkerset.x-k8s.io", "scope": "Namespaced",
+                    "names": {"kind": "LeaderWorkerSet", "plural": "leaderworkersets", "singular": "leaderworkerset"},
+                    "versions": [{"name": "v1", "served": True, "storage": True,
+                                  "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}
+
+
+def test_a_multi_node_nim_says_it_needs_leader_worker_set_until_the_cluster_declares_it(fleet, tmp_path):
+    h100 = {"name": "h100", "nodes": 4, "gpu": {"model": "H100-80GB", "count": 8}}
+    nim = workload_doc("big", "ai", model=nim_model("405B"), secrets=NIM_SECRETS, gpu={"count": 8, "multiNode": {"nodes": 2}},
+                       cache={"accessMode": "ReadWriteMany"})
+    root = fleet(clusters=[cluster_doc(pools=[h100], gpuOperator={"version": "v26.7.0"})], workloads={"w.yaml": [nim]})
+    result = gpuc("validate", root)
+    assert result.code == 0, result.err
+    assert "NIMService ai/big spec.multiNode: a multi-node NIM runs as a LeaderWorkerSet (leaderworkerset.x-k8s.io)" in result.err
+    crds = tmp_path / "crds"
+    crds.mkdir()
+    (crds / "lws.yaml").write_text(yaml.safe_dump(LWS_CRD))
+    assert "LeaderWorkerSet" not in gpuc("validate", root, "--crds", crds).err

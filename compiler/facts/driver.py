@@ -184,6 +184,12 @@ class ChartKey:
     kind: str  # leaf | list | map
 
 
+def kubelet_plugin_daemonset(chart_name: str, values: dict) -> str:
+    """The name of the driver chart's kubelet plugin DaemonSet (data/dra_driver.yaml `kubeletPluginDaemonSet`)."""
+    name = values.get("nameOverride") or chart_name
+    return str(load_table("dra_driver")["kubeletPluginDaemonSet"]).format(name=name)
+
+
 def kubelet_plugin_tolerations(line: DriverLine) -> list[dict]:
     """The chart's default kubeletPlugin.tolerations on `line` (data/dra_driver.yaml `kubeletPluginTolerations`)."""
     table = load_table("dra_driver")["kubeletPluginTolerations"]

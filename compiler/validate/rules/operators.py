@@ -15,6 +15,7 @@ def check_operator_modes(fleet: Fleet, clusters: dict[str, ResolvedCluster], fin
     for cluster in clusters.values():
         _check_operator_mode(cluster, findings)
         _check_dynamic_mig_mode(cluster, findings)
+        _check_driver_upgrades(cluster, findings)
         if cluster.spec.gpu_operator.mode == "gpuCluster":
             _check_gpu_cluster_mode(cluster, findings)
 
@@ -33,6 +34,23 @@ def _check_dynamic_mig_mode(cluster: ResolvedCluster, findings: Findings) -> Non
         "enable MIG mode in the node image or a boot script (nvidia-smi -mig 1) and say so: "
         "spec.acknowledge: [{warning: mig-mode, reason: ...}]")
     findings.add(dataclasses.replace(warning, code="mig-mode"))
+
+
+def _check_driver_upgrades(cluster: ResolvedCluster, findings: Findings) -> None:
+    """An operator-installed GPU driver upgraded under a DRA kubelet plugin that stays bound to the old driver:
+    driver managers before the one of draDriverEvictionSince do not restart the plugin."""
+    facts = gpu_operator()
+    op = cluster.spec.gpu_operator
+    since = facts["draDriverEvictionSince"]
+    if (op.mode not in ("helm", "patch") or not cluster.dra_pools or cluster.spec.dra_driver.nvidia_driver_root != facts["driverRoot"]
+            or not op.version or version_tuple(op.version) >= version_tuple(since)):
+        return
+    findings.add(cluster.intent.warning(
+        ("spec", "gpuOperator", "version"),
+        f"GPU Operator {op.version} installs the GPU driver, and its driver manager does not restart the DRA kubelet plugin "
+        "when it upgrades the driver: the plugin stays bound to the old driver's files and fails to prepare claims",
+        f"upgrade gpuOperator.version to {since} or newer (gpuc then keeps the plugin on {facts['draDriverDeployLabel']}, "
+        "which the driver manager pauses), or drain the DRA nodes before each driver upgrade"))
 
 
 def _check_operator_mode(cluster: ResolvedCluster, findings: Findings) -> None:
