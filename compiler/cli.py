@@ -290,7 +290,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", args.cluster):
         raise InputError([Diagnostic(args.cluster, 0, "--cluster", "a cluster name is a DNS label (lower-case letters, digits, '-')",
                                      "e.g. --cluster prod-east")])
-    files = scaffold(str(target), args.cluster, "1.36", "0.5.1", "v25.10.1", "h100", "H100-80GB")
+    files = scaffold(str(target), args.cluster, "1.36", "0.5.1", "v26.7.0", "h100", "H100-80GB")
     parent = target.resolve().parent
     tmp: Path | None = None
     try:

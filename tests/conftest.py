@@ -65,7 +65,20 @@ def cluster_doc(name: str = "c1", kubernetes: str = "1.34", driver: str = "25.12
         },
     }
     deep_update(doc["spec"], spec)
+    if "acknowledge" not in spec and kubernetes in ("1.32", "1.33"):
+        # tests of the v1beta1/v1beta2 shapes: the cluster has DRA and its beta API on (test_real_cluster.py tests
+        # the warning), and the 25.3/25.8 charts, which pick their DeviceClasses' API version from Helm's
+        # capabilities, are right only under a Helm older than 3.19 (test_real_cluster.py tests the refusal)
+        doc["spec"]["acknowledge"] = [{"warning": "dra-beta", "reason": "the test cluster turns DRA on"}]
+        if driver.split(".")[:2] in (["25", "3"], ["25", "8"]):
+            doc["spec"]["acknowledge"].append({"warning": "helm-capabilities", "reason": "the test's Helm is older than 3.19"})
+    if doc["spec"]["draDriver"].get("fabric") == "topologyConfig":
+        doc["spec"]["draDriver"].setdefault("values", {}).setdefault("image", dict(FORK_IMAGE))
     return doc
+
+
+# The fork's build a cluster with fabric topologyConfig names (the upstream image refuses its gate).
+FORK_IMAGE = {"repository": "registry.example.com/dra-fm", "tag": "v25.8.1-fm"}
 
 
 # tests/fixtures/resourceslices-v1.yaml is a hand-written `kubectl get resourceslices -o yaml` export of a small

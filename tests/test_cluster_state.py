@@ -92,7 +92,11 @@ def test_gpucs_own_claims_are_not_counted_twice(tmp_path, export):
     state = export(cluster_items(fleet) + claims)
     result = gpuc("plan", fleet, "--cluster", "c1", "--state", state)
     assert result.code == 0, result.out + result.err
-    assert "in use before: no device held by a claim gpuc does not manage; 16 of gpuc's own claim(s) allocated, placed again" in result.out
+    # the eight made from the template gpuc renders now keep their pods where they run; the eight from an older
+    # template are replaced with their pods, which the plan says and places anew
+    assert ("in use before: no device held by a claim gpuc does not manage; 16 of gpuc's own claim(s) allocated, "
+            "8 running pod(s) kept where they are") in result.out
+    assert result.err.count("was made from an older version of a gpuc claim: the change replaces the pod") == 8
     # the same claims without anything that ties them to gpuc are somebody else's
     foreign = [kubectl.allocated_claim(c["metadata"]["name"], "team", [(r["driver"], r["pool"], r["device"])
                                                                        for r in c["status"]["allocation"]["devices"]["results"]])
@@ -195,3 +199,24 @@ def test_live_read_through_the_kubernetes_client(tmp_path):
     assert unreachable.code == 2 and "cannot reach the API server" in unreachable.err
     wrong = gpuc("plan", fleet, "--cluster", "c1", "--kubeconfig", kubeconfig, "--context", "prod")
     assert wrong.code == 2 and "kubectl config get-contexts" in wrong.err
+
+
+def test_a_running_pod_keeps_its_gpus_and_the_new_work_is_planned_around_it(tmp_path, export):
+    """A running llm pod holds four GPUs of h100-0; a new two-replica job of eight GPUs each arrives. The allocated
+    claim cannot move, so the job gets h100-1 and its second replica is what cannot be placed, not the running llm."""
+    llm = workload_doc("llm", gpu={"count": 4})
+    fleet = fleet_of(tmp_path / "f", [llm, workload_doc("train", replicas=2, gpu={"count": 8})])
+    compiled = compile_single(fleet)
+    template = next(o.manifest for o in compiled.objects if o.kind == "ResourceClaimTemplate" and o.name.startswith("llm-"))
+    running = kubectl.allocated_claim("llm-7f9c-gpu-x7k2p", "team", [(GPU, "h100-0", f"gpu-{i}") for i in range(4)],
+                                      node_name="h100-0", pod="llm-7f9c", labels=template["spec"]["metadata"]["labels"],
+                                      spec=template["spec"]["spec"], annotations={"resource.kubernetes.io/pod-claim-name": "gpu"})
+    result = gpuc("plan", fleet, "--cluster", "c1", "--state", export(cluster_items(fleet) + [running]), "--output", "json")
+    pods = {p["pod"]: p for p in json.loads(result.out)["clusters"][0]["pods"]}
+    assert pods["llm-0"]["node"] == "h100-0" and pods["llm-0"]["running"] == "team/llm-7f9c-gpu-x7k2p"
+    assert [d["device"] for d in pods["llm-0"]["claims"][0]["devices"]] == ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
+    assert pods["train-0"]["node"] == "h100-1"
+    assert pods["train-1"]["node"] is None and "cannot" not in pods["llm-0"].get("reason", "")
+    text = gpuc("plan", fleet, "--cluster", "c1", "--state", export(cluster_items(fleet) + [running], "s2.yaml"))
+    assert "h100-0 (running)  gpu: gpu-0, gpu-1, gpu-2, gpu-3" in text.out and "1 running pod(s) kept where they are" in text.out
+    assert "by claims already in the cluster: team/llm-7f9c-gpu-x7k2p" in text.out  # why train-1 waits

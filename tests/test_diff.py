@@ -11,6 +11,9 @@ import yaml
 
 from conftest import NIM_SECRETS, REPO, cluster_doc, gpuc, nim_model, workload_doc, write_fleet
 
+# several replicas mount one model cache: ReadWriteMany (gpuc refuses ReadWriteOnce for more than one pod)
+RWX = {"accessMode": "ReadWriteMany"}
+
 A100_MIG = {"name": "a100", "nodes": 1, "gpu": {"model": "A100-80GB", "count": 8}, "mig": {"layout": "all-balanced"}}
 H100 = {"name": "h100", "nodes": 2, "gpu": {"model": "H100-80GB", "count": 8}}
 
@@ -27,7 +30,7 @@ def repo(tmp_path):
     root.mkdir()
     git(root, "init", "-q", "-b", "main")
     workloads = {
-        "chat.yaml": [workload_doc("chat", "nim", model=nim_model("8B"), secrets=NIM_SECRETS, replicas=2, gpu={"count": 1})],
+        "chat.yaml": [workload_doc("chat", "nim", model=nim_model("8B"), secrets=NIM_SECRETS, cache=RWX, replicas=2, gpu={"count": 1})],
         "notebooks.yaml": [workload_doc("notebooks", "research", clusters=["c1"], gpu={"mig": {"slices": [{"profile": "3g.40gb"}]}})],
     }
     write_fleet(root / "fleet", [cluster_doc("c1", pools=[H100, A100_MIG]), cluster_doc("c2", pools=[H100])], workloads)
@@ -63,7 +66,7 @@ def test_no_change(repo):
 
 
 def test_gpu_count_change(repo):
-    edit(repo, "workloads/chat.yaml", [workload_doc("chat", "nim", model=nim_model("8B"), secrets=NIM_SECRETS, replicas=2, gpu={"count": 2})])
+    edit(repo, "workloads/chat.yaml", [workload_doc("chat", "nim", model=nim_model("8B"), secrets=NIM_SECRETS, cache=RWX, replicas=2, gpu={"count": 2})])
     result = diff(repo)
     assert result.code == 0, result.err
     out = result.out
@@ -81,7 +84,7 @@ def test_gpu_count_change(repo):
 
 
 def test_sharing_strategy_change(repo):
-    edit(repo, "workloads/chat.yaml", [workload_doc("chat", "nim", model=nim_model("8B"), secrets=NIM_SECRETS, replicas=1,
+    edit(repo, "workloads/chat.yaml", [workload_doc("chat", "nim", model=nim_model("8B"), secrets=NIM_SECRETS, cache=RWX, replicas=1,
                                                     gpu={"count": 1, "sharing": "MPS", "shareGroup": "chat-pool"})])
     result = diff(repo)
     assert result.code == 0, result.err
@@ -131,7 +134,7 @@ def test_mig_mix_change(repo):
 
 
 def test_change_that_makes_the_plan_infeasible(repo):
-    edit(repo, "workloads/chat.yaml", [workload_doc("chat", "nim", model=nim_model("8B"), secrets=NIM_SECRETS, replicas=2,
+    edit(repo, "workloads/chat.yaml", [workload_doc("chat", "nim", model=nim_model("8B"), secrets=NIM_SECRETS, cache=RWX, replicas=2,
                                                     gpu={"count": 1, "require": {"minMemory": "100Gi"}})])
     result = diff(repo, "--fail-on", "infeasible")
     assert result.code == 1
@@ -142,7 +145,7 @@ def test_change_that_makes_the_plan_infeasible(repo):
 
 
 def test_json_output(repo):
-    edit(repo, "workloads/chat.yaml", [workload_doc("chat", "nim", model=nim_model("8B"), secrets=NIM_SECRETS, replicas=3, gpu={"count": 1})])
+    edit(repo, "workloads/chat.yaml", [workload_doc("chat", "nim", model=nim_model("8B"), secrets=NIM_SECRETS, cache=RWX, replicas=3, gpu={"count": 1})])
     result = diff(repo, "--output", "json", "--fail-on", "gpu-increase")
     assert result.code == 1
     data = json.loads(result.out)
@@ -163,7 +166,7 @@ def test_fleet_absent_at_base_is_an_empty_base(repo):
 
 
 def test_working_tree_is_not_touched(repo):
-    edit(repo, "workloads/chat.yaml", [workload_doc("chat", "nim", model=nim_model("8B"), secrets=NIM_SECRETS, replicas=5, gpu={"count": 1})])
+    edit(repo, "workloads/chat.yaml", [workload_doc("chat", "nim", model=nim_model("8B"), secrets=NIM_SECRETS, cache=RWX, replicas=5, gpu={"count": 1})])
     before = git(repo, "status", "--porcelain")
     diff(repo)
     assert git(repo, "status", "--porcelain") == before
@@ -277,12 +280,11 @@ def test_example_ci_files_parse_and_match_the_rendered_layout():
 
 
 def test_a_change_the_allocator_cannot_place(repo):
-    edit(repo, "workloads/chat.yaml", [workload_doc("chat", "nim", model=nim_model("8B"), secrets=NIM_SECRETS, replicas=20, gpu={"count": 1},
-                                                    cache={"accessMode": "ReadWriteMany"})])  # replicas on both nodes share the cache
+    edit(repo, "workloads/chat.yaml", [workload_doc("chat", "nim", model=nim_model("8B"), secrets=NIM_SECRETS, cache=RWX, replicas=20, gpu={"count": 1})])  # replicas on both nodes share the cache
     result = diff(repo, "--fail-on", "infeasible")
     assert result.code == 1
     out = result.out
-    assert "| c2 | changed | - | 1 changed | 2 changed | - | GPUs 2 -> 20 (+18) | fits -> **does not fit** | - |" in out
+    assert "| c2 | changed | - | 1 changed | 1 changed | - | GPUs 2 -> 20 (+18) | fits -> **does not fit** | - |" in out
     assert "- **c2**: 4 pod(s) of `nim/chat` cannot be placed: request 'gpu' of chat needs 1 free device" in out  # folded
     assert "### Capacity after the change" in out
     assert "| h100 | 2 | 16 | 2 -> 16 |" in out  # c2's only pool fills up
@@ -290,7 +292,7 @@ def test_a_change_the_allocator_cannot_place(repo):
 
 
 def test_capacity_section_shows_pool_use_before_and_after(repo):
-    edit(repo, "workloads/chat.yaml", [workload_doc("chat", "nim", model=nim_model("8B"), secrets=NIM_SECRETS, replicas=4, gpu={"count": 1})])
+    edit(repo, "workloads/chat.yaml", [workload_doc("chat", "nim", model=nim_model("8B"), secrets=NIM_SECRETS, cache=RWX, replicas=4, gpu={"count": 1})])
     out = diff(repo).out
     assert "**c1**: 5 of 5 pods placed" in out
     assert "| h100 | 2 | 16 | 2 -> 4 | `##........` 25% |" in out
@@ -316,13 +318,16 @@ def test_a_mig_reconfiguration_is_a_disruption(repo):
     assert result.code == 1, result.err
     assert "### Replacements and disruptions" in result.out
     assert "- **c1** `node pool a100: nvidia.com/mig.config all-balanced -> all-3g.40gb`: MIG reconfiguration" in result.out
+    # a DRA pool: the running kubelet plugin publishes the new MIG devices only after a restart (issue 26)
+    assert ("the running DRA kubelet plugin does not see the new MIG devices until it restarts: once "
+            "nvidia.com/mig.config.state=success on the pool's nodes, "
+            "`kubectl -n nvidia-dra-driver-gpu rollout restart daemonset/nvidia-dra-driver-gpu-kubelet-plugin`") in result.out
 
 
 def test_a_big_change_fits_a_pull_request_comment(repo):
     """400 replicas that cannot be placed and 300 new workloads: one line per pod or object would be far over
     GitHub's 65,536-character comment limit."""
-    edit(repo, "workloads/chat.yaml", [workload_doc("chat", "nim", model=nim_model("8B"), secrets=NIM_SECRETS, replicas=400, gpu={"count": 1},
-                                                    cache={"accessMode": "ReadWriteMany"})])
+    edit(repo, "workloads/chat.yaml", [workload_doc("chat", "nim", model=nim_model("8B"), secrets=NIM_SECRETS, cache=RWX, replicas=400, gpu={"count": 1})])
     edit(repo, "workloads/many.yaml", [workload_doc(f"batch-{i:03}", "research", clusters=["c1"], gpu={"count": 1}) for i in range(300)])
     result = diff(repo, "--fail-on", "infeasible")
     assert result.code == 1, result.err
@@ -332,7 +337,7 @@ def test_a_big_change_fits_a_pull_request_comment(repo):
     assert "- **c2**: 384 pod(s) of `nim/chat` cannot be placed" in out
     assert "| c1 | changed |" in out and "| c2 | changed |" in out  # the summary is kept whole
     assert "- ... and 281 more (run `gpuc diff --output json` for all)" in out  # c1's unplaceable batch workloads
-    assert "- ... and 253 more (run `gpuc diff --output json` for all)" in out  # c1's added and changed objects, in its details
+    assert "- ... and 252 more (run `gpuc diff --output json` for all)" in out  # c1's added and changed objects, in its details
     assert "Cannot be placed" not in out
     assert out.count("<details>") == out.count("</details>")
 

@@ -123,7 +123,7 @@ def test_an_acknowledged_warning_is_not_printed(fleet):
     noisy = gpuc("validate", fleet(clusters=[doc]), "--output", "json")
     (warning,) = [w for w in json.loads(noisy.out)["warnings"] if w.get("code") == "driver-fork"]
     assert "spec.acknowledge: [{warning: driver-fork, reason: ...}]" in warning["hint"]
-    doc["spec"]["acknowledge"] = [{"warning": "driver-fork", "reason": "we run the fork in staging"}]
+    doc["spec"]["acknowledge"] += [{"warning": "driver-fork", "reason": "we run the fork in staging"}]
     quiet = gpuc("validate", fleet(clusters=[doc]), "--output", "json")
     assert [w for w in json.loads(quiet.out)["warnings"] if w.get("code") == "driver-fork"] == []
     doc["spec"]["acknowledge"] = [{"warning": "driver-fork"}]

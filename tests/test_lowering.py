@@ -104,7 +104,7 @@ def test_gpu_operator_values_for_a_dra_cluster(fleet):
 def test_mixed_cluster_keeps_the_device_plugin_off_dra_nodes(fleet):
     compiled = compile_single(fleet(clusters=[cluster_doc(pools=[H100, L40S_DP])]))
     values = release(compiled, "gpu-operator").values
-    assert values["devicePlugin"] == {"enabled": True, "env": [{"name": "DEVICE_LIST_STRATEGY", "value": "volume-mounts"}]}
+    assert values["devicePlugin"] == {"enabled": True}  # the operator's CDI device-list strategy stays (issue 26)
     assert compiled.node_labels["h100"] == {"nvidia.com/gpu.deploy.device-plugin": "false", "nvidia.com/gpu.dra": "true"}
     assert compiled.node_labels["l40s"] == {}
     assert release(compiled, "dra-driver").values["kubeletPlugin"] == {"nodeSelector": {"nvidia.com/gpu.dra": "true"}}

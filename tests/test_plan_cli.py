@@ -140,7 +140,7 @@ def test_render_of_a_feasible_fleet_still_writes(tmp_path):
 def test_inventory_items_validate_against_the_cluster_version():
     listing = yaml.safe_load(gpuc("inventory", EXAMPLES, "--cluster", "staging").out)
     for item in listing["items"]:
-        kubernetes_validate.validate(item, "1.33.0", strict=True)
+        kubernetes_validate.validate(item, "1.34.0", strict=True)
     assert json.loads(gpuc("inventory", EXAMPLES, "--cluster", "staging", "--output", "json").out) == listing
 
 

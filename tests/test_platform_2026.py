@@ -140,7 +140,7 @@ def test_gpu_cluster_mode_installs_the_driver_through_the_gpu_operator(fleet):
     assert values == {"clusterPolicy": {"deployCR": False}, "gpuCluster": {"deployCR": True},
                       "draDriver": {"version": "v0.5.1", "featureGates": {"TimeSlicingSettings": True},
                                     "computeDomains": {"enabled": True}},
-                      "hostPaths": {"driverInstallDir": "/"}}
+                      "hostPaths": {"driverInstallDir": "/"}, "driver": {"enabled": False}}
     assert not [a for a in compiled.gitops if "dra-driver" in a.name]
     assert objects_of(compiled, "ComputeDomain")  # the driver the operator installs serves ComputeDomains
 
@@ -171,10 +171,13 @@ def test_gpu_cluster_values_follow_the_derived_gates():
 
     values = {"resources": {"computeDomains": {"enabled": False}}, "featureGates": {"DynamicMIG": True}}
 
-    class _Spec:  # the two fields gpu_cluster_values reads
+    class _Spec:  # the fields gpu_cluster_values reads
         class dra_driver:
             version = "0.5.1"
             nvidia_driver_root = "/run/nvidia/driver"
+
+        class gpu_operator:
+            version = "v26.7.0"
 
     class _Cluster:
         spec = _Spec
@@ -213,13 +216,13 @@ def test_what_gpu_cluster_mode_cannot_do_is_refused_with_the_fix(fleet, change, 
 
 def test_gpu_cluster_mode_passes_feature_gates_and_warns_about_what_it_does_not_install(fleet):
     doc = gpu_cluster_doc(draDriver={"values": {"featureGates": {"NVMLDeviceHealthCheck": True}},
-                                     "nvidiaDriverRoot": "/run/nvidia/driver"})
+                                     "nvidiaDriverRoot": "/opt/nvidia/driver"})
     path = fleet(clusters=[doc])
     compiled = compile_single(path)
     values = next(r for r in compiled.releases if r.name == "gpu-operator").values
     assert values["draDriver"]["featureGates"] == {"NVMLDeviceHealthCheck": True}
     result = gpuc("validate", path)
-    assert result.code == 0 and "does not install the GPU driver" in result.err
+    assert result.code == 0 and "install a GPU driver under /opt/nvidia/driver" in result.err
 
 
 def test_switching_to_gpu_cluster_mode_is_a_disruption_in_the_diff(fleet, tmp_path):

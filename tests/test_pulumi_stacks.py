@@ -101,7 +101,7 @@ def test_prod_east_covers_every_immutable_kind(runs):
 
 @pytest.mark.parametrize("cluster", CLUSTERS)
 def test_resource_api_version_follows_the_cluster(cluster, runs):
-    expected = {"prod-east": "resource.k8s.io/v1", "lab": "resource.k8s.io/v1", "staging": "resource.k8s.io/v1beta2",
+    expected = {"prod-east": "resource.k8s.io/v1", "lab": "resource.k8s.io/v1", "staging": "resource.k8s.io/v1",
                 "west": "resource.k8s.io/v1"}
     dra_kinds = ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate")
     dra = [r for r in runs[cluster].kubernetes_objects() if r.inputs["kind"] in dra_kinds]
@@ -197,7 +197,7 @@ def test_compiler_warnings_reach_pulumi(tmp_path):
     staging = fleet / "clusters" / "staging.yaml"
     staging.write_text(staging.read_text().split("  acknowledge:")[0])
     run = run_stack("staging", {**stack_config("staging"), "gpuc:fleet": str(fleet)})
-    assert any("clusters/staging.yaml:13: warning: spec.draDriver.fabric" in w and "[driver-fork]" in w for w in run.warnings())
+    assert any("clusters/staging.yaml:15: warning: spec.draDriver.fabric" in w and "[driver-fork]" in w for w in run.warnings())
 
 
 @pytest.mark.parametrize("cluster", CLUSTERS)

@@ -116,11 +116,12 @@ def gke_pools(labels: dict | None = None) -> list[dict]:
 
 
 def test_pool_labels_go_out_with_gpucs_own(fleet, tmp_path):
-    root = fleet(clusters=[cluster_doc(provider="gke", pools=gke_pools({**GKE_LABEL, "team": "ml"}))])
+    root = fleet(clusters=[cluster_doc(provider="gke", gpuOperator={"version": "v26.7.0"}, pools=gke_pools({**GKE_LABEL, "team": "ml"}))])
     result = gpuc("render", root, "-o", tmp_path / "out")
     assert result.code == 0 and result.err == "", result.err
     labels = yaml.safe_load((tmp_path / "out" / "c1" / "node-labels.yaml").read_text())["h100"]
-    assert labels == {"gke-no-default-nvidia-gpu-device-plugin": "true", "nvidia.com/gpu.dra": "true", "team": "ml"}
+    assert labels == {"gke-no-default-nvidia-gpu-device-plugin": "true", "nvidia.com/gpu.deploy.dra-driver": "true",
+                      "nvidia.com/gpu.dra": "true", "team": "ml"}
     patch = yaml.safe_load((tmp_path / "out" / "c1" / "1-node-gke-a.yaml").read_text())
     assert patch["metadata"]["labels"] == labels
 
@@ -131,7 +132,7 @@ def test_a_gke_dra_pool_without_its_label_is_a_warning_with_the_fix(fleet):
     assert "DRA pool 'h100' on Google Kubernetes Engine lacks the node label(s) 'gke-no-default-nvidia-gpu-device-plugin'" in result.err
     assert 'add `labels: {gke-no-default-nvidia-gpu-device-plugin: "true"}`' in result.err
     assert "clusters/c1.yaml:" in result.err and "spec.nodePools[0]" in result.err
-    assert gpuc("validate", fleet(clusters=[cluster_doc(provider="eks", pools=gke_pools())])).err == ""  # EKS: no node label
+    assert gpuc("validate", fleet(clusters=[cluster_doc(provider="eks", gpuOperator={"version": "v26.7.0"}, pools=gke_pools())])).err == ""  # EKS: no node label
 
 
 def test_the_provider_is_recognised_from_the_state_nodes(fleet, tmp_path):

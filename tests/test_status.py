@@ -184,8 +184,9 @@ def tainted(items):
 
 
 def all_gpus_held(items):
-    for node in ("h100-0", "h100-1"):
-        items.append(kubectl.allocated_claim(f"batch-{node}", "batch", [(GPU, node, f"gpu-{i}") for i in range(8)], node_name=node))
+    """Somebody else's claims hold every GB200 the trainer needs (the running chat-0 keeps its H100: it does not move)."""
+    for node in ("gb200-0", "gb200-1"):
+        items.append(kubectl.allocated_claim(f"batch-{node}", "batch", [(GPU, node, f"gpu-{i}") for i in range(4)], node_name=node))
 
 
 def edited_template(items):
@@ -218,7 +219,7 @@ BROKEN = [
     (mig_failed, "mig-config", "fail", "the MIG Manager failed to apply the layout on a100-0"),
     (mig_unlabelled, "mig-config", "fail", "a100-0 (unset)"),
     (tainted, "device-taints", "warn", "h100-0/gpu-3 (gpu.nvidia.com/xid=79:NoSchedule)"),
-    (all_gpus_held, "placement", "fail", "do not fit the running cluster: serving/chat"),
+    (all_gpus_held, "placement", "fail", "do not fit the running cluster: research/trainer"),
     (edited_template, "drift", "fail", "changed in the cluster: spec.spec.devices.requests[0].exactly.count: 2 (gpuc: 4)"),
     (deleted_template, "drift", "fail", "are not in the cluster: ResourceClaimTemplate research/notebook-gpu-"),
     (orphan, "drift", "warn", "no intent produces any more: ResourceClaimTemplate research/old-gpu-1a2b3c4d"),

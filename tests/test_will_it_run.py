@@ -61,18 +61,25 @@ def test_a_read_write_once_cache_across_nodes_is_refused(fleet):
     # 2 replicas of 8 GPUs each: one per 8-GPU node, so the one RWO volume would have to attach to both
     w = workload_doc("wide", model=nim_model("8B"), replicas=2, gpu={"count": 8}, secrets=NIM_SECRETS)
     render_rejected(fleet(workloads={"w.yaml": [w]}), "workloads/w.yaml:", "spec.cache.accessMode",
-                    "on 2 nodes", "ReadWriteOnce cache volume attaches to one node", "use accessMode ReadWriteMany", code=1)
+                    "runs 2 pods", "ReadWriteOnce cache volume attaches to one node", "use accessMode ReadWriteMany", code=1)
 
 
-def test_read_write_many_or_one_node_is_fine(fleet, tmp_path):
+def test_a_read_write_once_cache_is_refused_even_where_the_plan_packs_one_node(fleet):
+    # two 1-GPU replicas: the first-fit plan puts both on one node, but nothing makes the scheduler do so (issue 26)
+    w = workload_doc("narrow", model=nim_model("8B"), replicas=2, gpu={"count": 1}, secrets=NIM_SECRETS, clusters=["c1"])
+    render_rejected(fleet(workloads={"w.yaml": [w]}), "spec.cache.accessMode", "nothing keeps the scheduler from spreading",
+                    "Multi-Attach", code=1)
+
+
+def test_read_write_many_or_one_pod_is_fine(fleet, tmp_path):
     many = workload_doc("wide", model=nim_model("8B"), replicas=2, gpu={"count": 8}, secrets=NIM_SECRETS,
                         cache={"accessMode": "ReadWriteMany"})
-    one_node = workload_doc("narrow", model=nim_model("8B"), replicas=2, gpu={"count": 1}, secrets=NIM_SECRETS,
-                            clusters=["c1"])
+    one_pod = workload_doc("narrow", model=nim_model("8B"), replicas=1, gpu={"count": 1}, secrets=NIM_SECRETS,
+                           clusters=["c1"])
     path = fleet(workloads={"w.yaml": [many]})
     result = gpuc("render", path, "-o", tmp_path / "a")
     assert result.code == 0, result.err
-    path = fleet(workloads={"w.yaml": [one_node]})
+    path = fleet(workloads={"w.yaml": [one_pod]})
     result = gpuc("render", path, "-o", tmp_path / "b")
     assert result.code == 0, result.err
 

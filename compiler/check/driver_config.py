@@ -57,7 +57,7 @@ def class_device_types(objects: list[KubeObject]) -> dict[str, str]:
     return types
 
 
-def _request_classes(devices: dict[str, Any]) -> dict[str, str]:
+def request_classes(devices: dict[str, Any]) -> dict[str, str]:
     """Request (and `request/subrequest`) name -> device class name."""
     out: dict[str, str] = {}
     for request in as_list(devices.get("requests")):
@@ -165,7 +165,7 @@ def check_driver_configs(ctx: ClusterContext) -> Iterable[Finding]:
             if found is None:
                 continue
             base, devices = found
-            classes = _request_classes(devices)
+            classes = request_classes(devices)
             for i, entry in enumerate(as_list(devices.get("config"))):
                 if not isinstance(entry, dict) or not isinstance(entry.get("opaque"), dict):
                     continue

@@ -14,10 +14,13 @@ from ..lower.graph import CompiledCluster
 from .crds import CrdCatalog, build_catalog, read_crd_dir
 from .dra_limits import check_dra_limits
 from .driver_config import check_driver_configs
+from .fabric_partitions import check_fabric_partitions
+from .lws import check_leader_worker_set
 from .metadata import check_metadata
 from .model import Checker, CheckOptions, ClusterContext, Finding
 from .nim_requests import check_nim_requests
 from .objects import check_objects
+from .operator_chart import check_operator_chart
 from .report import to_diagnostic
 from .selectors import check_selectors
 
@@ -28,7 +31,8 @@ def check_device_selectors(ctx: ClusterContext) -> list[Diagnostic]:
 
 
 CHECKERS: list[Checker] = [check_objects, check_metadata, check_dra_limits, check_driver_configs, check_device_selectors,
-                           check_nim_requests]
+                           check_nim_requests, check_operator_chart, check_fabric_partitions,
+                           check_leader_worker_set]
 
 
 def check_cluster(ctx: ClusterContext, checkers: list[Checker] | None = None) -> list[Diagnostic]:

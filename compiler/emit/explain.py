@@ -66,7 +66,8 @@ def _cluster_entry(compiled: CompiledCluster, plan: WorkloadPlan, key: str) -> d
         "draDriverInstalledBy": ("the GPU Operator (GPUCluster)" if c.spec.gpu_operator.mode == "gpuCluster"
                                  else f"its own chart {c.driver.chart_name}"),
         "pools": [{"pool": m.pool.name, "serves": m.ok, "reason": m.reason} for m in plan.matches],
-        "gpusPerReplica": plan.gpus,
+        "gpusPerReplica": plan.gpus * _nodes(plan) if plan.gpus else plan.gpus,
+        "multiNode": _multi_node(compiled, plan, key),
         "tensorParallelism": plan.tensor_parallelism if plan.workload.spec.model else None,
         "minMemorySelector": floor_text(plan.min_memory) if plan.min_memory else None,
         "claim": {"kind": claim.kind, "name": claim.name, "namespace": claim.namespace, "requests": list(claim.requests)} if claim else None,
@@ -84,6 +85,24 @@ def _cluster_entry(compiled: CompiledCluster, plan: WorkloadPlan, key: str) -> d
         "objects": objects,
     }
     return entry
+
+
+def _nodes(plan: WorkloadPlan) -> int:
+    multi = plan.workload.spec.gpu.multi_node
+    return multi.nodes if multi is not None else 1
+
+
+def _multi_node(compiled: CompiledCluster, plan: WorkloadPlan, key: str) -> dict[str, Any] | None:
+    """The pods and nodes of a multi-node replica, and whether a ComputeDomain joins them (and why not)."""
+    if plan.workload.spec.gpu.multi_node is None:
+        return None
+    nodes, replicas = _nodes(plan), plan.workload.spec.replicas
+    domain = next((o.name for o in compiled.objects if o.kind == "ComputeDomain" and o.component == f"workload/{key}"), None)
+    return {"podsPerReplica": nodes, "gpusPerPod": plan.gpus, "replicas": replicas, "pods": nodes * replicas,
+            "nodes": nodes * replicas, "computeDomain": domain,
+            "why": ("the serving pools are multi-node NVLink: the replica's pods share IMEX channels through the ComputeDomain"
+                    if domain else "the serving pools have no multi-node NVLink: no ComputeDomain, the replica's pods talk "
+                    "over the network (NCCL)")}
 
 
 def explain_text(data: dict[str, Any]) -> str:
@@ -104,6 +123,13 @@ def explain_text(data: dict[str, Any]) -> str:
                          "(consumable capacity; GPUs are shared while their memory lasts)")
         elif c["gpusPerReplica"] and not c["alternatives"]:
             lines.append(f"GPUs per replica: {c['gpusPerReplica']} (set in the intent)")
+        multi = c["multiNode"]
+        if multi:
+            lines.append(f"multi-node: each replica is {multi['podsPerReplica']} pods, one per node, each with "
+                         f"{multi['gpusPerPod']} GPU(s) (gpu.count is per pod) = {c['gpusPerReplica']} GPU(s) per replica; "
+                         f"{multi['replicas']} replica(s) = {multi['pods']} pods on {multi['nodes']} nodes")
+            lines.append(f"  ComputeDomain {multi['computeDomain']}: {multi['why']}" if multi["computeDomain"] else
+                         f"  no ComputeDomain: {multi['why']}")
         lines.extend(c["cache"] or ())
         for a in c["alternatives"]:
             serving = ", ".join(p["pool"] for p in a["pools"] if p["serves"]) or "no pool"

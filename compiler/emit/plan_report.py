@@ -36,7 +36,8 @@ def plan_text(plan: AllocationPlan) -> str:
         lines.append("  " + in_use_before(plan))
     if plan.pods:
         rows = [["WORKLOAD", "POD", "NODE", "DEVICES"]]
-        rows += [[p.workload, p.pod, p.node or "-", _devices(p) if p.placed else "(cannot be placed)"] for p in plan.pods]
+        rows += [[p.workload, p.pod, (p.node or "-") + (" (running)" if p.running else ""),
+                  _devices(p) if p.placed else "(cannot be placed)"] for p in plan.pods]
         lines += [""] + _table(rows)
     pool_rows = [["POOL", "NODES", "GPUS", "USED BEFORE", "USED AFTER", "DEVICES USED"]]
     for u in plan.pools:
@@ -55,12 +56,14 @@ def plan_text(plan: AllocationPlan) -> str:
 
 def in_use_before(plan: AllocationPlan, shown: int = 5) -> str:
     """What the running cluster already held when the plan started: other claims' devices, and gpuc's own
-    claims (placed again by the plan, so not counted twice)."""
+    claims (their pods run and stay where they are; only what is not allocated yet is planned)."""
     devices = sum(n for _, n in plan.held)
     names = ", ".join(c for c, _ in plan.held[:shown]) + (f" and {len(plan.held) - shown} more" if len(plan.held) > shown else "")
     foreign = (f"{devices} device(s) held by {len(plan.held)} claim(s) gpuc does not manage ({names})" if plan.held
                else "no device held by a claim gpuc does not manage")
-    return f"in use before: {foreign}; {plan.own_in_use} of gpuc's own claim(s) allocated, placed again"
+    running = sum(1 for p in plan.pods if p.running)
+    return (f"in use before: {foreign}; {plan.own_in_use} of gpuc's own claim(s) allocated, "
+            f"{running} running pod(s) kept where they are")
 
 
 def unplaced_groups(plan: AllocationPlan) -> list[tuple[str, str, int]]:

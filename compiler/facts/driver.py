@@ -189,6 +189,29 @@ class ChartKey:
     kind: str  # leaf | list | map
 
 
+def kubelet_plugin_daemonset(chart_name: str, values: dict) -> str:
+    """The name of the driver chart's kubelet plugin DaemonSet (data/dra_driver.yaml `kubeletPluginDaemonSet`)."""
+    name = values.get("nameOverride") or chart_name
+    return str(load_table("dra_driver")["kubeletPluginDaemonSet"]).format(name=name)
+
+
+def kubelet_plugin_tolerations(line: DriverLine) -> list[dict]:
+    """The chart's default kubeletPlugin.tolerations on `line` (data/dra_driver.yaml `kubeletPluginTolerations`)."""
+    table = load_table("dra_driver")["kubeletPluginTolerations"]
+    since = max((k for k in table if line.at_least(k)), key=line_order)
+    return [dict(t) for t in table[since]]
+
+
+def fabric_manager_partitioning() -> dict:
+    """What gate FabricManagerPartitioning does to every node and claim (data/dra_driver.yaml)."""
+    return dict(load_table("dra_driver")["fabricManagerPartitioning"])
+
+
+def chart_api_version() -> dict[str, str]:
+    """How the driver chart picks its DeviceClasses' API version (data/dra_driver.yaml `chartApiVersion`)."""
+    return dict(load_table("dra_driver")["chartApiVersion"])
+
+
 def chart_keys(line: DriverLine) -> dict[str, ChartKey]:
     keys = {}
     for path, k in load_table("dra_chart_values")["keys"].items():

@@ -47,6 +47,7 @@ class DraGate:
     ga: int | None
     beta_off: bool  # a beta that stays off by default
     uses: str
+    runtime_config: dict[str, str]  # minor -> the --runtime-config that serves its API there (beta API groups)
 
     def stage(self, minor: int) -> str | None:
         """"GA", "beta" or "alpha" on Kubernetes 1.<minor>; None when that version does not have the gate."""
@@ -65,7 +66,8 @@ def dra_gates() -> dict[str, DraGate]:
     def minor(text: str | None) -> int | None:
         return int(text.split(".")[1]) if text else None
 
-    return {name: DraGate(name, minor(g.get("alpha")), minor(g.get("beta")), minor(g.get("ga")), bool(g.get("betaOff")), g["uses"])
+    return {name: DraGate(name, minor(g.get("alpha")), minor(g.get("beta")), minor(g.get("ga")), bool(g.get("betaOff")), g["uses"],
+                          dict(g.get("runtimeConfig") or {}))
             for name, g in load_table("kubernetes")["draFeatureGates"].items()}
 
 

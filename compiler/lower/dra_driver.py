@@ -6,12 +6,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ..facts.driver import chart_for
+from ..facts.driver import chart_for, kubelet_plugin_tolerations
 from ..facts.platform import gpu_operator
 from ..validate.features import ClusterFeatures, derived_gates
 from ..validate.resolved import ResolvedCluster
 from .graph import HelmRelease, Wave
-from .tolerations import tolerations
+from .node_config import evicted_for_driver_upgrades
+from .tolerations import uncovered
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -46,14 +47,20 @@ def driver_values(cluster: ResolvedCluster, features: ClusterFeatures) -> dict[s
     if cluster.driver.at_least("25.12"):
         values["resourceApiVersion"] = cluster.api.api_version
     plugin: dict[str, Any] = {}
-    if cluster.mixed_allocation:
-        plugin["nodeSelector"] = {gpu_operator()["draNodeLabel"]: "true"}
+    facts = gpu_operator()
+    if cluster.mixed_allocation or cluster.spec.gpu_operator.mode == "none" or evicted_for_driver_upgrades(cluster):
+        # a device plugin serves the other GPU nodes: in a mixed cluster the operator's, with mode none the one whose
+        # affinity gpuc writes to values/nvidia-device-plugin.yaml (off the DRA label), so the DRA plugin stays on it
+        plugin["nodeSelector"] = {facts["draNodeLabel"]: "true"}
+    if evicted_for_driver_upgrades(cluster):  # leaves the node while the operator upgrades its GPU driver
+        plugin.setdefault("nodeSelector", {})[facts["draDriverDeployLabel"]] = "true"
     # where the kubelet plugin must run: the DRA pools, and the multi-node NVLink pools whose ComputeDomain
     # channels it serves while their GPUs stay on the device plugin
     served = [p for p in cluster.pools if p.dra or (features.compute_domains and p.gpu.multi_node_nvlink)]
-    tolerate = tolerations(served)
-    if tolerate:  # the chart's kubelet plugin tolerates nothing: on tainted GPU nodes it would never run
-        plugin["tolerations"] = tolerate
+    defaults = kubelet_plugin_tolerations(cluster.driver)
+    extra = uncovered(served, defaults)
+    if extra:  # setting the value replaces the chart's defaults (0.4+: nvidia.com/gpu), so they are written back
+        plugin["tolerations"] = [*defaults, *extra]
     if plugin:
         values["kubeletPlugin"] = plugin
     return deep_merge(values, spec.values)

@@ -8,6 +8,7 @@ mig-parted config the GPU Operator's MIG manager applies per node label.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import yaml
@@ -20,8 +21,6 @@ from .meta import MISSING_CRD_OK, PATCH_FORCE, SYNC_OPTIONS, make_object
 from .tolerations import uncovered
 
 SSA_PATCH = "ServerSideApply=true,Prune=false,Delete=false"
-# Where the GPU Operator's driver container mounts the driver; any other root means a host-installed driver.
-OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
 
 
 def _env(pairs: dict[str, str]) -> list[dict[str, str]]:
@@ -37,11 +36,41 @@ def op_before(cluster: ResolvedCluster, version: str) -> bool:
     return mine is not None and version_tuple(mine) < version_tuple(version)
 
 
+def operator_installs_driver(cluster: ResolvedCluster) -> bool:
+    """Whether the GPU Operator installs the GPU driver: the DRA driver reads it where the operator puts it."""
+    return cluster.spec.dra_driver.nvidia_driver_root == gpu_operator()["driverRoot"]
+
+
+def _nfd_worker_defaults(cluster: ResolvedCluster) -> list[dict[str, Any]]:
+    table = gpu_operator()["nfdWorkerTolerations"]
+    mine = cluster.spec.gpu_operator.version
+    known = sorted(table, key=version_tuple)
+    fitting = [v for v in known if mine is None or version_tuple(v) <= version_tuple(mine)]
+    return list(table[(fitting or known)[-1]])
+
+
+def evicted_for_driver_upgrades(cluster: ResolvedCluster) -> bool:
+    """Whether the DRA kubelet plugin follows the driver manager's eviction label: the GPU Operator installs the
+    driver (mode helm or patch) and its driver manager knows the label (or the version is not stated)."""
+    op = cluster.spec.gpu_operator
+    return (op.mode in ("helm", "patch") and bool(cluster.dra_pools) and operator_installs_driver(cluster)
+            and not op_before(cluster, gpu_operator()["draDriverEvictionSince"]))
+
+
 def operand_tolerations(cluster: ResolvedCluster) -> dict[str, Any]:
-    """`daemonsets.tolerations` when a pool's taint is not among the operands' default tolerations."""
+    """`daemonsets.tolerations` when a pool's taint is not among the operands' defaults (setting it replaces the
+    chart's list, so the defaults are written back first)."""
     defaults = gpu_operator()["daemonsetTolerations"]
     extra = uncovered(cluster.pools, defaults)
     return {"daemonsets": {"tolerations": [*defaults, *extra]}} if extra else {}
+
+
+def nfd_tolerations(cluster: ResolvedCluster) -> dict[str, Any]:
+    """The chart's Node Feature Discovery worker tolerations when a pool's taint is not among its defaults: a
+    Helm value of the chart only (no ClusterPolicy field), so mode patch and none leave NFD to its owner."""
+    defaults = _nfd_worker_defaults(cluster)
+    extra = uncovered(cluster.pools, defaults)
+    return {"node-feature-discovery": {"worker": {"tolerations": [*defaults, *extra]}}} if extra else {}
 
 
 def operator_settings(cluster: ResolvedCluster) -> dict[str, Any]:
@@ -54,13 +83,12 @@ def operator_settings(cluster: ResolvedCluster) -> dict[str, Any]:
         cdi["default"] = True  # before v25.10, cdi.enabled installs the specs and cdi.default makes the runtime use them
     settings: dict[str, Any] = {
         "cdi": cdi,
-        "driver": {"enabled": cluster.spec.dra_driver.nvidia_driver_root == OPERATOR_DRIVER_ROOT},
+        "driver": {"enabled": operator_installs_driver(cluster)},
         "devicePlugin": {"enabled": has_device_plugin},
     }
     if has_dra:
+        # the device plugin keeps the CDI device-list strategy the operator gives it (operatorDevicePluginEnv)
         settings["toolkit"] = {"env": _env(facts["toolkitEnv"])}
-        if has_device_plugin:
-            settings["devicePlugin"]["env"] = _env(facts["devicePluginEnv"])
     settings.update(operand_tolerations(cluster))
     if _mig_pools(cluster):
         settings["mig"] = {"strategy": "mixed"}
@@ -73,8 +101,7 @@ def mig_parted_config(cluster: ResolvedCluster) -> dict[str, Any]:
     configs: dict[str, list[dict[str, Any]]] = {"all-disabled": [{"devices": "all", "mig-enabled": False}]}
     for pool in _mig_pools(cluster):
         if pool.mig_dynamic:
-            configs["all-enabled"] = [{"devices": "all", "mig-enabled": True, "mig-devices": {}}]
-            continue
+            continue  # the MIG Manager stays off dynamic-MIG nodes (pool_labels)
         entry = {"devices": "all", "mig-enabled": True, "mig-devices": dict(pool.mig_layout or ())}
         if pool.mig_config and pool.mig_config.startswith("all-"):
             # Named configs are shared by every pool that uses them: filter by PCI device id per model.
@@ -95,10 +122,14 @@ def pool_labels(cluster: ResolvedCluster) -> dict[str, dict[str, str]]:
         labels: dict[str, str] = {}
         if pool.dra:
             labels[facts["draNodeLabel"]] = "true"
+            if evicted_for_driver_upgrades(cluster):  # the driver manager pauses it to restart the kubelet plugin
+                labels[facts["draDriverDeployLabel"]] = "true"
             if cluster.mixed_allocation:
                 labels[facts["devicePluginDeployLabel"]] = "false"
-        if uses_mig and cluster.spec.gpu_operator.mode != "gpuCluster":  # no MIG Manager reads the label there
-            labels[facts["migConfigLabel"]] = ("all-enabled" if pool.mig_dynamic else pool.mig_config or "all-disabled")
+        if pool.mig_dynamic:  # mig-parted would clear the MIG devices the DRA driver creates for running pods
+            labels[facts["migManagerDeployLabel"]] = "false"
+        elif uses_mig and cluster.spec.gpu_operator.mode != "gpuCluster":  # no MIG Manager reads the label there
+            labels[facts["migConfigLabel"]] = pool.mig_config or "all-disabled"
         labels.update(pool.spec.labels)  # the pool's own (a provider's, say); validation keeps them off gpuc's keys
         out[pool.name] = dict(sorted(labels.items()))
     return out
@@ -115,8 +146,13 @@ def gpu_cluster_values(cluster: ResolvedCluster, driver_values: dict[str, Any]) 
     if shares:  # the GPUCluster has no such value; the kubelet plugin reads the chart's env var (consumable-shares demo)
         dra["gpus"] = {"kubeletPlugin": {"env": [{"name": "CONSUMABLE_SHARES", "value": str(shares)}]}}
     dra["computeDomains"] = {"enabled": bool(driver_values["resources"]["computeDomains"]["enabled"])}
+    # The chart refuses a GPUCluster beside its default driver daemonset (templates/validations.yaml): the driver
+    # comes from the hosts, or from the NVIDIADriver resource the chart then creates.
+    facts = gpu_operator()["gpuCluster"]
+    driver = facts["operatorDriverValues"] if operator_installs_driver(cluster) else facts["hostDriverValues"]
     return {"clusterPolicy": {"deployCR": False}, "gpuCluster": {"deployCR": True}, "draDriver": dra,
-            "hostPaths": {"driverInstallDir": cluster.spec.dra_driver.nvidia_driver_root}, **operand_tolerations(cluster)}
+            "hostPaths": {"driverInstallDir": cluster.spec.dra_driver.nvidia_driver_root}, **copy.deepcopy(driver),
+            **operand_tolerations(cluster), **nfd_tolerations(cluster)}
 
 
 DEVICE_PLUGIN_VALUES = "values/nvidia-device-plugin.yaml"
@@ -149,7 +185,7 @@ def lower_node_config(cluster: ResolvedCluster, driver_values: dict[str, Any]
         releases.append(HelmRelease(
             name=facts["releaseName"], namespace=op.namespace,
             chart=ChartRef(facts["chart"]["name"], facts["chart"]["repository"], op.version or ""),
-            values=settings, wave=Wave.CHARTS, component="gpu-operator", origin=ref))
+            values={**settings, **nfd_tolerations(cluster)}, wave=Wave.CHARTS, component="gpu-operator", origin=ref))
     elif op.mode == "patch":
         objects.append(make_object(
             "nvidia.com/v1", "ClusterPolicy", facts["clusterPolicyName"], wave=Wave.NODE_CONFIG,

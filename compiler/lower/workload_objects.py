@@ -3,6 +3,7 @@ NIMCache and NIMService (4.7), and the Namespaces they live in."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..facts.driver import config_api_version
@@ -84,9 +85,13 @@ def nim_objects(plan: WorkloadPlan, claim: ClaimRef | None, compute_domain_name:
         **{f"spec.storage.pvc.{k}": (f"spec.cache.{field}", "spec.cache")
            for k, field in (("size", "size"), ("storageClass", "storageClass"), ("volumeAccessMode", "accessMode"))},
     }
+    tolerate = tolerations(m.pool for m in plan.matches if m.ok)
+    cache_spec: dict[str, Any] = {"source": {"ngc": ngc}, "storage": {"pvc": pvc}}
+    if tolerate:  # the caching Job runs on GPU nodes and takes tolerations only from here (operators.yaml nimOperator.cacheJob)
+        cache_spec["tolerations"] = tolerate
     cache = make_object(api, "NIMCache", plan.name, namespace=plan.namespace, wave=Wave.NIM_CACHE, component=component,
                         origin=plan.intent.source, labels=labels, annotations={SYNC_OPTIONS: MISSING_CRD_OK},
-                        body={"spec": {"source": {"ngc": ngc}, "storage": {"pvc": pvc}}}, sources=cache_sources)
+                        body={"spec": cache_spec}, sources=cache_sources)
 
     repository, tag = _image(model.image)
     image: dict[str, Any] = {"repository": repository, "tag": tag, "pullPolicy": "IfNotPresent"}
@@ -106,7 +111,9 @@ def nim_objects(plan: WorkloadPlan, claim: ClaimRef | None, compute_domain_name:
         **gpus,
         "expose": {"service": {"type": w.spec.expose.type, "port": w.spec.expose.port}},
     }
-    tolerate = tolerations(m.pool for m in plan.matches if m.ok)
+    share = gpu_share(plan)
+    if share is not None:  # the engine's default takes ~90% of the GPU: cap it to this NIM's share
+        spec["env"] = [{"name": name, "value": share} for name in nim_operator()["sharedGpuEnv"]]
     if tolerate:  # a DRA pod is not given the device plugin's extended-resource toleration
         spec["tolerations"] = tolerate
     if w.spec.gpu.multi_node is not None:
@@ -120,6 +127,27 @@ def nim_objects(plan: WorkloadPlan, claim: ClaimRef | None, compute_domain_name:
                                        SYNC_OPTIONS: MISSING_CRD_OK},
                           body={"spec": spec}, sources=SERVICE_SOURCES)
     return [cache, service]
+
+
+ENGINE_DEFAULT_SHARE = 0.9  # what a NIM's engine takes of each GPU when not told (NIM_KVCACHE_PERCENT default)
+
+
+def gpu_share(plan: WorkloadPlan) -> str | None:
+    """The fraction of each GPU's memory a NIM that shares its GPUs may take ("0.45"), rounded down; None when its
+    GPUs are its own. Fractional: its gpu.memory of the smallest serving GPU. A share group: the engine default
+    divided among the members in proportion to their sized need, so that together they take what one would."""
+    w = plan.workload
+    serving = [m.pool.gpu.memory_bytes for m in plan.matches if m.ok]
+    if w.spec.model is None or not serving:
+        return None
+    if w.spec.gpu.fractional and w.spec.gpu.memory is not None:
+        fraction = min(w.spec.gpu.memory.bytes / min(serving), ENGINE_DEFAULT_SHARE)
+    elif w.spec.gpu.shared and plan.sizing is not None and plan.sizing.total_need:
+        # every replica's pod uses the group's one claim, so each takes its part of this member's share
+        fraction = ENGINE_DEFAULT_SHARE * plan.sizing.need / plan.sizing.total_need / max(w.spec.replicas, 1)
+    else:
+        return None
+    return f"{max(math.floor(100 * fraction) / 100, 0.01):.2f}"
 
 
 def namespace_object(cluster: ResolvedCluster, namespace: str, origin: SourceDoc, admin_access: bool = False) -> KubeObject:
@@ -142,6 +170,7 @@ SERVICE_SOURCES = {
     "spec.expose.service.type": ("spec.expose.type", "spec.expose"),
     "spec.multiNode": ("spec.gpu.multiNode", "spec.gpu"),
     "spec.storage": ("spec.cache", "spec.model"),
+    "spec.env": ("spec.gpu.memory", "spec.gpu.sharing", "spec.gpu"),
 }
 
 

@@ -41,7 +41,7 @@ def running_inventory(compiled: CompiledCluster, state: ClusterState) -> tuple[I
                 f"the cluster state holds {len(claims)} allocated ResourceClaim(s) but no ResourceSlice: planned on the "
                 "synthesized devices, where the devices those claims hold cannot be found, so they are not counted",
                 "export resourceslices together with resourceclaims", "warning"),)
-        return inventory, ClusterUse(running=True)
+        return inventory, ClusterUse(live=True)
     inventory = load_slices(state, compiled.cluster, compiled.node_labels)
     return inventory, cluster_use(compiled, state, inventory)
 

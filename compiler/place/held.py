@@ -2,10 +2,11 @@
 
 A plan against a running cluster starts from its allocated claims. gpuc's own claims (labelled by
 gpuc: the shared ResourceClaims it renders and the claims pods made from its templates; or, without
-the labels, matched by name, by spec, or by the pod that owns them) are what the plan places anyway,
-so they are not counted twice, whichever version of the intents made them;
-every other allocated claim is capacity already taken, and a pod that no longer fits is told whose
-claims hold what it needed.
+the labels, matched by name, by spec, or by the pod that owns them) belong to pods that run: an
+allocated claim cannot move without its pod restarting, so those made from what gpuc renders now keep
+their devices and their pods stay where they are; only what is not allocated yet is planned. Those made
+from an older version are replaced with their pods, which the plan says. Every other allocated claim
+is capacity already taken, and a pod that no longer fits is told whose claims hold what it needed.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class HeldDevice:
     index: int  # into Inventory.devices
     taken: Consumption | None  # what it consumes of a device that allows multiple allocations
     admin: bool = False
+    request: str = ""  # the claim's request the device was allocated for
 
 
 @dataclass(frozen=True)
@@ -39,13 +41,24 @@ class HeldClaim:
 
 
 @dataclass(frozen=True)
+class RunningClaim:
+    """One of gpuc's claims allocated in the cluster, whose pod runs on its devices."""
+
+    claim: str  # ns/name
+    workload: str  # ns/name of the gpuc workload whose pod holds it
+    shared: bool  # a ResourceClaim gpuc renders (every replica uses it), not one pod's instance of a template
+    devices: tuple[HeldDevice, ...]
+
+
+@dataclass(frozen=True)
 class ClusterUse:
     """The allocated claims of the running cluster, split into gpuc's own and everybody else's."""
 
     foreign: tuple[HeldClaim, ...] = ()
-    own: tuple[str, ...] = ()  # gpuc's claims found allocated: the plan places them again
+    own: tuple[str, ...] = ()  # gpuc's claims found allocated
+    running: tuple[RunningClaim, ...] = ()  # those of them made from what gpuc renders now: their pods stay put
     warnings: tuple[Diagnostic, ...] = ()
-    running: bool = False  # read from a running cluster (NO_USE: an empty cluster)
+    live: bool = False  # read from a running cluster (NO_USE: an empty cluster)
 
     @property
     def devices(self) -> int:
@@ -67,6 +80,21 @@ class Ownership:
         self.workloads: dict[str, list[str]] = {}
         for p in compiled.plan.workloads:
             self.workloads.setdefault(p.namespace, []).append(p.name)
+        # (ns, claim or template name) -> the workload that consumes it
+        self.consumers = {(ref.namespace, ref.name): key for key, ref in compiled.claims.items()}
+        self.template_specs = {(o.namespace, o.name): o.manifest["spec"].get("spec", {})
+                               for o in compiled.objects if o.kind == "ResourceClaimTemplate"}
+
+    def running(self, claim: StateObject) -> tuple[str, bool] | None:
+        """(workload, shared) when `claim` is one gpuc renders now, or a pod's instance of the template gpuc renders
+        now for that workload; None when it came from an older version (its pod is replaced)."""
+        ns = claim.namespace
+        if (ns, claim.name) in self.consumers:
+            return self.consumers[(ns, claim.name)], True
+        for (tns, name), spec in self.template_specs.items():
+            if tns == ns and covers(spec, claim.spec):
+                return self.consumers.get((ns, name), ""), False
+        return None
 
     def owns(self, claim: StateObject) -> bool:
         ns = claim.namespace
@@ -104,6 +132,7 @@ def cluster_use(compiled: CompiledCluster, state: ClusterState, inventory: Inven
                for d in inventory.devices}
     foreign: list[HeldClaim] = []
     own: list[str] = []
+    running: list[RunningClaim] = []
     warnings: list[Diagnostic] = []
     for claim in state.of(GROUP, "ResourceClaim"):
         allocation = claim.status.get("allocation")
@@ -111,9 +140,16 @@ def cluster_use(compiled: CompiledCluster, state: ClusterState, inventory: Inven
         if not isinstance(results, list) or not results:
             continue
         key = f"{claim.namespace}/{claim.name}"
-        if ownership.owns(claim):
+        mine, current = ownership.owns(claim), None
+        if mine:
             own.append(key)
-            continue
+            current = ownership.running(claim)
+            if current is None:
+                warnings.append(claim.diagnostic(
+                    f"ResourceClaim {key} was made from an older version of a gpuc claim: the change replaces the pod "
+                    "that holds it, and the plan places that pod anew (its devices are free once the old pod is gone)",
+                    "roll the change out when the workload may restart", "warning", ("spec",)))
+                continue
         devices, unknown = [], []
         for i, r in enumerate(results):
             if not isinstance(r, dict):
@@ -122,7 +158,12 @@ def cluster_use(compiled: CompiledCluster, state: ClusterState, inventory: Inven
             if index is None:
                 unknown.append((i, f"{r.get('driver')}/{r.get('pool')}/{r.get('device')}"))
                 continue
-            devices.append(HeldDevice(index, _consumed(r.get("consumedCapacity"), str(r.get("driver"))), r.get("adminAccess") is True))
+            devices.append(HeldDevice(index, _consumed(r.get("consumedCapacity"), str(r.get("driver"))), r.get("adminAccess") is True,
+                                      str(r.get("request") or "")))
+        if mine and current is not None:  # a running pod's claim: it stays where it is
+            if devices and not unknown:
+                running.append(RunningClaim(key, current[0], current[1], tuple(devices)))
+            continue
         if unknown:
             i, name = unknown[0]
             more = f" and {len(unknown) - 1} more" if len(unknown) > 1 else ""
@@ -132,4 +173,4 @@ def cluster_use(compiled: CompiledCluster, state: ClusterState, inventory: Inven
                 ("status", "allocation", "devices", "results", i)))
         if devices:
             foreign.append(HeldClaim(key, tuple(devices)))
-    return ClusterUse(tuple(foreign), tuple(own), tuple(warnings), running=True)
+    return ClusterUse(tuple(foreign), tuple(own), tuple(running), tuple(warnings), live=True)

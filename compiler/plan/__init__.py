@@ -7,6 +7,7 @@ A plan finding is not bad input but an intent the cluster cannot satisfy (exit c
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 from ..diagnostics import Findings, one_of
@@ -131,10 +132,15 @@ def plan_workload(cluster: ResolvedCluster, intent: Intent[GpuWorkload], fleet: 
                                         f"that can serve it has {max(c[1] for c in sizing.candidates) / GIB:.1f} GiB",
                                         "use count: auto to size from the model"))
     if count is not None and serving and count > max(m.pool.spec.gpu.count for m in serving):
+        most = max(m.pool.spec.gpu.count for m in serving)
+        total = count * nodes  # GPUs per replica: count is per pod, and a multi-node replica has one pod per node
+        split = f"count: {most} with multiNode.nodes: {math.ceil(total / most)}"
         findings.add(intent.error(("spec", "gpu", "count"),
-                                  f"{count} GPUs per pod, but the pools that can serve it have at most "
-                                  f"{max(m.pool.spec.gpu.count for m in serving)} GPUs per node",
-                                  "a pod's claims are allocated on one node; use multiNode for more"))
+                                  f"{count} GPUs per pod, but the pools that can serve it have at most {most} GPUs per node",
+                                  f"count is GPUs per pod and a pod runs on one node (with multiNode, each of the replica's "
+                                  f"{nodes} pods on its own node): for {total} GPUs per replica use {split}"
+                                  if gpu.multi_node is not None else
+                                  f"a pod's claims are allocated on one node; for {total} GPUs per replica use {split}"))
     domain = gpu.multi_node is not None and _multi_node_nvlink(intent, cluster, serving, findings)
     return WorkloadPlan(intent, matches, count, sizing, min_memory, group, compute_domain=domain)
 

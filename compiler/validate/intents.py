@@ -131,14 +131,17 @@ class GitOps(Model):
     namespace: DnsLabel = Field("argocd", description="namespace Argo CD Applications live in")
 
 
-AckCode = Literal["unchecked-crds", "driver-fork"]
+AckCode = Literal["unchecked-crds", "driver-fork", "helm-capabilities", "dra-beta", "mig-mode"]
 
 
 class Acknowledgement(Model):
     """A warning the platform team has read and accepts: gpuc stops printing it for this cluster."""
 
     warning: AckCode = Field(description="the code in brackets after the warning: unchecked-crds (objects of a kind with no CRD "
-                                         "to check them against), driver-fork (a driver feature only a fork ships)")
+                                         "to check them against), driver-fork (a driver feature only a fork ships), "
+                                         "helm-capabilities (the Helm that renders the driver chart is older than 3.19), dra-beta (DRA "
+                                         "and its beta API turned on in a 1.32/1.33 cluster), mig-mode (MIG mode enabled outside the "
+                                         "MIG Manager on dynamic-MIG pools)")
     kinds: list[str] | None = Field(None, description="unchecked-crds only: the kinds accepted unchecked (default: every kind)")
     reason: str = Field(min_length=1, description="why it is accepted, for the reviewer who reads this file next")
 
@@ -229,7 +232,7 @@ class Fabric(Model):
 
 
 class MultiNode(Model):
-    nodes: int = Field(ge=2, le=1024)
+    nodes: int = Field(ge=2, le=1024, description="pods per replica, one per node, each with gpu.count GPUs")
 
 
 class GpuNics(Model):
@@ -264,7 +267,9 @@ class GpuAlternative(Model):
 
 class GpuRequest(Model):
     class_: DnsSubdomain | None = Field(None, alias="class")
-    count: GpuCount | None = None
+    count: GpuCount | None = Field(None, description="GPUs per pod, always: a replica is one pod, or with multiNode one pod on "
+                                                     "each of multiNode.nodes nodes (count x nodes GPUs per replica); auto: "
+                                                     "sized from spec.model")
     sharing: Literal["Exclusive", "Shared", "TimeSlicing", "MPS", "Fractional"] = Field(
         "Exclusive", description="Exclusive: whole GPUs per replica; Shared/TimeSlicing/MPS: the members of a share group use "
                                  "one claim; Fractional: each replica gets gpu.memory of one GPU (consumable capacity)")

@@ -2,10 +2,9 @@
 pod gpuc places is bound by the scheduler to the node gpuc chose, and every pod gpuc says cannot be
 placed stays unschedulable (harness/scheduling.py has the method).
 
-Each case gets a control plane of its own (no Nodes or claims shared between cases). The example
-fleet's `staging` (Kubernetes 1.33) is not here: the scheduler built is 1.37's, which emulates only
-back to 1.34 (and may not run beside an older API server); the allocator replay and the API servers
-of 1.32 and 1.33 cover the older minors.
+Each case gets a control plane of its own (no Nodes or claims shared between cases). The scheduler
+and the claim controller are built at 1.37, which emulates back to 1.34: clusters of 1.32 and 1.33
+are covered by the allocator replay and by their own minors' API servers, not by a scheduler.
 """
 
 from __future__ import annotations
@@ -90,7 +89,7 @@ def _schedule(start, fleet: Path, cluster: str, tmp_path: Path, foreign: list[di
     return verdicts, outcome.placement
 
 
-@pytest.mark.parametrize("cluster", ["prod-east", "lab", "west"])
+@pytest.mark.parametrize("cluster", ["prod-east", "staging", "lab", "west"])
 def test_the_scheduler_binds_the_example_fleets_pods_where_gpuc_places_them(fresh_plane, tmp_path: Path, cluster: str) -> None:
     verdicts, plan = _schedule(fresh_plane, EXAMPLES, cluster, tmp_path)
     placed = [p for p in plan.pods if p.node is not None]

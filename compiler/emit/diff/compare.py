@@ -14,6 +14,7 @@ from typing import Any
 
 from ...check.gate import ClusterOutcome, CompiledFleet
 from ...diagnostics import Diagnostic
+from ...facts.driver import kubelet_plugin_daemonset
 from ...facts.platform import gpu_operator
 from ...lower.graph import CompiledCluster, HelmRelease, KubeObject
 from ...place import AllocationPlan
@@ -222,7 +223,24 @@ def _compare_mig_config(old: CompiledCluster | None, new: CompiledCluster | None
         if a != b:
             out.replacements.append(ReplacementNote(
                 f"node pool {pool}: {label} {a} -> {b}",
-                "MIG reconfiguration: the MIG manager stops every GPU pod on the pool's nodes and repartitions their GPUs"))
+                "MIG reconfiguration: the MIG manager stops every GPU pod on the pool's nodes and repartitions their GPUs"
+                + _plugin_restart(new, pool)))
+
+
+def _plugin_restart(compiled: CompiledCluster, pool: str) -> str:
+    """What a DRA pool's MIG change needs after the MIG Manager: the running kubelet plugin publishes the MIG
+    devices it found at start-up, so it is restarted to publish the new ones."""
+    if pool not in {p.name for p in compiled.cluster.dra_pools}:
+        return ""
+    spec = compiled.cluster.spec
+    if spec.gpu_operator.mode == "gpuCluster":
+        restart = f"restart the GPU Operator's DRA kubelet plugin pods on those nodes (namespace {spec.gpu_operator.namespace})"
+    else:
+        name = kubelet_plugin_daemonset(compiled.cluster.driver.chart_name, compiled.driver_values)
+        restart = f"`kubectl -n {spec.dra_driver.namespace} rollout restart daemonset/{name}`"
+    state = gpu_operator()["migConfigStateLabel"]
+    return (f"; the running DRA kubelet plugin does not see the new MIG devices until it restarts: once {state}=success "
+            f"on the pool's nodes, {restart}")
 
 
 def _compare_operator_mode(old: CompiledCluster | None, new: CompiledCluster | None, out: ClusterDiff) -> None:

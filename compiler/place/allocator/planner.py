@@ -16,6 +16,7 @@ free devices of the set (`FreeFrontier`); nodes before it fail the `_could_fit` 
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Callable
 
@@ -23,7 +24,7 @@ from ...cel import Quantity
 from ...facts.driver import gpu_driver
 from ...facts.platform import standard_attribute
 from ...validate.resolved import ResolvedCluster
-from ..held import NO_USE, ClusterUse
+from ..held import NO_USE, ClusterUse, RunningClaim
 from ..inventory import Inventory
 from ..inventory.codec import unqualify
 from .candidates import DeviceIndex
@@ -32,7 +33,7 @@ from .reasons import explain
 from .requests import EXACT_COUNT, ClaimError, DeviceClass
 from .result import AllocationPlan, PlacedClaim, PlacedDevice, PodOutcome, PoolUsage
 from .search import AllocationError, allocate_on_node
-from .state import AllocationState, ClaimResult
+from .state import AllocationState, ClaimResult, DeviceResult
 
 Progress = Callable[[int, int], None]
 GPU_DRIVER = gpu_driver()
@@ -291,6 +292,43 @@ def usage(cluster: ResolvedCluster, inventory: Inventory, before: bytearray, aft
     return tuple(out)
 
 
+def keep_running(planner: Planner, pods: list[Pod], running: tuple[RunningClaim, ...]) -> dict[int, PodOutcome]:
+    """gpuc's allocated claims stay on their devices: a shared claim is pinned to its node, and a pod's own claim
+    keeps one pod of its workload where it runs (an allocated claim cannot move without a restart). Returns those
+    pods' outcomes by index into `pods`; the rest are planned around them."""
+    inventory = planner.inventory
+
+    def node_of(devices) -> str:
+        device = inventory.devices[devices[0].index]
+        return device.node_name or inventory.slices[device.slice_index].node_name or ""
+
+    def results(claim: RunningClaim) -> tuple[DeviceResult, ...]:
+        return tuple(DeviceResult(d.request, d.index, d.admin, d.taken) for d in claim.devices)
+
+    shared = {c.key: c for pod in pods for c in pod.claims if c.shared}
+    waiting: dict[str, list[RunningClaim]] = {}
+    for claim in running:
+        if claim.shared and claim.claim in shared:
+            planner.state.commit([ClaimResult(shared[claim.claim], node_of(claim.devices), results(claim))])
+        elif claim.shared:
+            planner.state.hold(claim.claim, ((d.index, d.taken) for d in claim.devices if not d.admin))
+        else:
+            waiting.setdefault(claim.workload, []).append(claim)
+    kept: dict[int, PodOutcome] = {}
+    for i, pod in enumerate(pods):
+        own = next((c for c in pod.claims if not c.shared and c.label == "gpu"), None)
+        queue = waiting.get(pod.workload)
+        if own is None or not queue:
+            continue
+        claim = queue.pop(0)
+        planner.state.hold(claim.claim, ((d.index, d.taken) for d in claim.devices if not d.admin))
+        node = node_of(claim.devices)
+        done = [planner.state.pinned[c.key] for c in pod.claims if c.shared and c.key in planner.state.pinned]
+        kept[i] = dataclasses.replace(planner._outcome(pod, node, [*done, ClaimResult(own, node, results(claim))]),
+                                      running=claim.claim)
+    return kept
+
+
 def plan_pods(cluster: ResolvedCluster, inventory: Inventory, classes: dict[str, DeviceClass], pods: list[Pod],
               progress: Progress | None = None, detail: bool = True, use: ClusterUse = NO_USE) -> AllocationPlan:
     """Place `pods` on `inventory`, where the claims of `use` already hold their devices; outcomes come back
@@ -299,10 +337,13 @@ def plan_pods(cluster: ResolvedCluster, inventory: Inventory, classes: dict[str,
     planner = Planner(inventory, classes, record_devices=detail)
     for claim in use.foreign:
         planner.state.hold(claim.claim, ((d.index, d.taken) for d in claim.devices if not d.admin))
-    before = bytearray(planner.state.held)
     outcomes: list[PodOutcome | None] = [None] * len(pods)
+    for i, outcome in keep_running(planner, pods, use.running).items():
+        outcomes[i] = outcome
+    before = bytearray(planner.state.held)
     for done, i in enumerate(placement_order(pods)):
-        outcomes[i] = planner.place(pods[i])
+        if outcomes[i] is None:
+            outcomes[i] = planner.place(pods[i])
         if progress is not None:
             progress(done + 1, len(pods))
     return AllocationPlan(
@@ -311,4 +352,4 @@ def plan_pods(cluster: ResolvedCluster, inventory: Inventory, classes: dict[str,
         pods=tuple(o for o in outcomes if o is not None),
         pools=usage(cluster, inventory, before, planner.state.held) if detail else (),
         warnings=inventory.warnings + use.warnings, devices_of=inventory,
-        held=tuple((c.claim, len(c.devices)) for c in use.foreign), own_in_use=len(use.own), running=use.running)
+        held=tuple((c.claim, len(c.devices)) for c in use.foreign), own_in_use=len(use.own), running=use.live)

@@ -50,6 +50,7 @@ class PodOutcome:
     reason: str = ""  # why the pod cannot be placed
     error: bool = False  # the scheduler would report an error (bad CEL, missing class), not a Pending pod
     origin: SourceDoc | None = field(default=None, compare=False, repr=False)
+    running: str = ""  # the allocated claim (ns/name) a running pod holds: it stays on that node
 
     @property
     def placed(self) -> bool:
@@ -60,6 +61,8 @@ class PodOutcome:
         if self.rank:
             out["rank"] = self.rank
         out["node"] = self.node
+        if self.running:
+            out["running"] = self.running
         if self.placed:
             out["claims"] = [c.as_dict() for c in self.claims]
         else:
@@ -120,7 +123,7 @@ class AllocationPlan:
     warnings: tuple[Diagnostic, ...] = ()
     devices_of: Any = field(default=None, compare=False, repr=False)  # the Inventory planned on (reports draw it)
     held: tuple[tuple[str, int], ...] = ()  # claims already in the cluster that are not gpuc's: (ns/name, devices)
-    own_in_use: int = 0  # gpuc's own claims found allocated in the cluster (placed again, not counted twice)
+    own_in_use: int = 0  # gpuc's own claims found allocated in the cluster (running pods stay on them)
     running: bool = False  # planned against the running cluster's state (--state, --kubeconfig)
 
     @property

@@ -15,6 +15,7 @@ from ..resolved import ResolvedCluster
 from .chart_values import check_chart_values
 from .classes import check_classes
 from .dra_features import check_dra_features
+from .driver_chart import check_driver_chart
 from .gates import check_gates
 from .operators import check_operator_modes
 from .passthrough import check_passthrough
@@ -27,7 +28,7 @@ Rule = Callable[[Fleet, dict[str, ResolvedCluster], Findings], None]
 
 RULES: list[Rule] = [check_classes, check_workloads, check_dra_features, check_share_groups, check_gates, check_chart_values,
                      check_operator_modes, check_providers,
-                     check_passthrough, check_shared_nodes]
+                     check_passthrough, check_shared_nodes, check_driver_chart]
 
 
 def check_intents(fleet: Fleet, clusters: dict[str, ResolvedCluster], findings: Findings) -> None:

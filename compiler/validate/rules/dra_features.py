@@ -8,6 +8,8 @@ warning: the cluster may have turned it on), from the gate table in facts/data/k
 
 from __future__ import annotations
 
+import dataclasses
+
 from ...diagnostics import Findings, did_you_mean, one_of
 from ...facts.driver import consumable_shares_exclude
 from ...facts.platform import admin_access_label, dra_gate_note, dra_gates
@@ -38,8 +40,26 @@ def check_dra_features(fleet: Fleet, clusters: dict[str, ResolvedCluster], findi
                 _gate(w, ("spec", "gpu", "adminAccess"), "DRAAdminAccess", cluster, findings, "adminAccess")
                 _check_admin_namespace(w, cluster, fleet, findings)
     for cluster in clusters.values():
+        _check_dra_itself(cluster, findings)
         _check_consumable_shares(cluster, [w for w in fleet.workloads_on(cluster.name)], findings)
         _check_extended_resources(cluster, findings)
+
+
+def _check_dra_itself(cluster: ResolvedCluster, findings: Findings) -> None:
+    """On 1.32 and 1.33 DRA itself is a beta that is off by default, and its API versions are beta APIs the API
+    server does not serve unless told to: everything gpuc writes depends on both."""
+    gate = "DynamicResourceAllocation"
+    note = dra_gate_note(gate, cluster.api.minor)
+    if not note or cluster.spec.acknowledged("dra-beta"):
+        return
+    runtime = dra_gates()[gate].runtime_config.get(cluster.api.kubernetes, "")
+    warning = cluster.intent.warning(
+        ("spec", "kubernetesVersion"),
+        f"{note}; the API server must also serve {cluster.api.api_version} (--runtime-config={runtime}), or nothing "
+        "gpuc writes for this cluster applies",
+        "upgrade to Kubernetes 1.34, where DRA is GA and on; if the cluster has both turned on, say so: "
+        "spec.acknowledge: [{warning: dra-beta, reason: ...}]")
+    findings.add(dataclasses.replace(warning, code="dra-beta"))
 
 
 def _gate(intent: Intent, path: tuple, gate: str, cluster: ResolvedCluster, findings: Findings, what: str) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from ...diagnostics import Findings
 from ...facts.driver import gates
 from ...facts.platform import gpu_operator, version_tuple
@@ -12,8 +14,43 @@ from ..resolved import ResolvedCluster
 def check_operator_modes(fleet: Fleet, clusters: dict[str, ResolvedCluster], findings: Findings) -> None:
     for cluster in clusters.values():
         _check_operator_mode(cluster, findings)
+        _check_dynamic_mig_mode(cluster, findings)
+        _check_driver_upgrades(cluster, findings)
         if cluster.spec.gpu_operator.mode == "gpuCluster":
             _check_gpu_cluster_mode(cluster, findings)
+
+
+def _check_dynamic_mig_mode(cluster: ResolvedCluster, findings: Findings) -> None:
+    """The MIG Manager is kept off dynamic-MIG nodes (it clears the MIG devices the driver creates), and a GPUCluster
+    runs none: nothing in gpuc's output enables MIG mode there, and the driver only partitions GPUs in MIG mode."""
+    pools = [p for p in cluster.pools if p.mig_dynamic]
+    if not pools or cluster.spec.acknowledged("mig-mode"):
+        return
+    warning = cluster.intent.warning(
+        pools[0].path + ("mig", "layout"),
+        f"nothing gpuc writes enables MIG mode on the GPUs of dynamic-MIG pool(s) {', '.join(p.name for p in pools)}: the MIG "
+        f"Manager is kept off them ({gpu_operator()['migManagerDeployLabel']}=false; mig-parted would clear the MIG devices the "
+        "DRA driver creates for running pods), and the driver only creates MIG devices on GPUs already in MIG mode",
+        "enable MIG mode in the node image or a boot script (nvidia-smi -mig 1) and say so: "
+        "spec.acknowledge: [{warning: mig-mode, reason: ...}]")
+    findings.add(dataclasses.replace(warning, code="mig-mode"))
+
+
+def _check_driver_upgrades(cluster: ResolvedCluster, findings: Findings) -> None:
+    """An operator-installed GPU driver upgraded under a DRA kubelet plugin that stays bound to the old driver:
+    driver managers before the one of draDriverEvictionSince do not restart the plugin."""
+    facts = gpu_operator()
+    op = cluster.spec.gpu_operator
+    since = facts["draDriverEvictionSince"]
+    if (op.mode not in ("helm", "patch") or not cluster.dra_pools or cluster.spec.dra_driver.nvidia_driver_root != facts["driverRoot"]
+            or not op.version or version_tuple(op.version) >= version_tuple(since)):
+        return
+    findings.add(cluster.intent.warning(
+        ("spec", "gpuOperator", "version"),
+        f"GPU Operator {op.version} installs the GPU driver, and its driver manager does not restart the DRA kubelet plugin "
+        "when it upgrades the driver: the plugin stays bound to the old driver's files and fails to prepare claims",
+        f"upgrade gpuOperator.version to {since} or newer (gpuc then keeps the plugin on {facts['draDriverDeployLabel']}, "
+        "which the driver manager pauses), or drain the DRA nodes before each driver upgrade"))
 
 
 def _check_operator_mode(cluster: ResolvedCluster, findings: Findings) -> None:
@@ -30,8 +67,9 @@ def _check_operator_mode(cluster: ResolvedCluster, findings: Findings) -> None:
             "driver serving the same GPUs both hand them out, and pods get GPUs another pod holds",
             f"disable the device plugin of the GPU Operator you run on those nodes (devicePlugin.enabled=false, or node "
             f"label {label}=false), or use mode patch so gpuc sets it; a standalone NVIDIA device plugin chart takes the "
-            f"affinity gpuc writes to values/nvidia-device-plugin.yaml"))
-    if op.mode == "none" and any(p.mig_layout is not None or p.mig_dynamic for p in cluster.pools):
+            f"affinity gpuc writes to values/nvidia-device-plugin.yaml; the DRA kubelet plugin runs only on nodes labelled "
+            f"{gpu_operator()['draNodeLabel']}=true (node-labels.yaml)"))
+    if op.mode == "none" and any(p.mig_layout is not None for p in cluster.pools):
         name = gpu_operator()["migConfigMapName"]
         findings.add(cluster.intent.warning(("spec", "gpuOperator", "mode"),
                                             f"MIG pools need the GPU Operator's migManager to read gpuc's ConfigMap '{name}' "
@@ -48,7 +86,6 @@ def _check_gpu_cluster_mode(cluster: ResolvedCluster, findings: Findings) -> Non
     facts = gpu_operator()["gpuCluster"]
     intent, spec = cluster.intent, cluster.spec
     op = spec.gpu_operator
-    mode = ("spec", "gpuOperator", "mode")
     if not op.version:
         findings.add(intent.error(("spec", "gpuOperator"), "gpuOperator.mode gpuCluster needs gpuOperator.version (the chart version to install)",
                                   f"add `version: {facts['since']}` or newer"))
@@ -88,13 +125,12 @@ def _check_gpu_cluster_mode(cluster: ResolvedCluster, findings: Findings) -> Non
                                   f"fabric topologyConfig needs the driver fork {gates()['FabricTopologySupport'].build}; the GPU Operator "
                                   f"installs the upstream image {facts['driverImage']}",
                                   "use fabric partitionAttributes (driver 0.5+), or mode helm with the fork's chart"))
-    if spec.dra_driver.nvidia_driver_root != "/":
+    operator_root = gpu_operator()["driverRoot"]
+    if spec.dra_driver.nvidia_driver_root not in ("/", operator_root):
         findings.add(intent.warning(("spec", "draDriver", "nvidiaDriverRoot"),
-                                    f"the GPUCluster resource does not install the GPU driver, so nothing provides one under "
+                                    f"neither the GPUCluster resource nor gpuc's GPU Operator values install a GPU driver under "
                                     f"{spec.dra_driver.nvidia_driver_root}",
-                                    "install the driver on the hosts (nvidiaDriverRoot: /), or give the path an NVIDIADriver resource "
-                                    "or the node image installs it to"))
-    if any(p.mig_dynamic for p in cluster.pools):
-        findings.add(intent.warning(mode, "without a MIG Manager (gpuOperator.mode gpuCluster) nothing enables MIG mode on the GPUs of "
-                                          "dynamic-MIG pools; the DRA driver only creates MIG devices on GPUs already in MIG mode",
-                                    "enable MIG mode in the node image (nvidia-smi -mig 1), or use gpuOperator.mode helm"))
+                                    f"install the driver on the hosts (nvidiaDriverRoot: /), let the operator install it "
+                                    f"(nvidiaDriverRoot: {operator_root}: gpuc turns on its NVIDIADriver resource), or make sure "
+                                    "the node image installs it there"))
+
