@@ -73,7 +73,7 @@ def _checks(args: argparse.Namespace):
     return CheckOptions(tuple(Path(d) for d in args.crds or ()), args.require_crds, args.allow_replace)
 
 
-def _state(args: argparse.Namespace):
+def _state(args: argparse.Namespace, report_warnings: bool = True):
     """The running cluster, from exports (--state, --slices) or read live (--kubeconfig/--context); None without."""
     from .diagnostics import Diagnostic, InputError
 
@@ -92,7 +92,7 @@ def _state(args: argparse.Namespace):
         state = read_live(args.kubeconfig, args.context)
     else:
         return None
-    if getattr(args, "output", "text") != "json":
+    if report_warnings and getattr(args, "output", "text") != "json":
         _print_diagnostics(state.warnings, False)
     return state
 
@@ -440,7 +440,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from .diagnostics import Diagnostic, InputError
 
-    state = _state(args)
+    state = _state(args, report_warnings=False)  # they are findings of the report (check `access`), in text and JSON
     if state is None:
         raise InputError([Diagnostic(str(args.fleet), 0, "--state", "gpuc status needs the running cluster",
                                      f"pass --state FILE (an export: `{STATUS_EXPORT}`) or --kubeconfig/--context")])

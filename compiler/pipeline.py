@@ -293,6 +293,8 @@ def status_cluster(source: str | os.PathLike[str], cluster: str, state: ClusterS
         compiled.raise_if_failed("gpuc status has nothing to compare the cluster with")
         raise AssertionError("a cluster without compiled output has findings")
     report = cluster_status(outcome.compiled, state, outcome.placement)
+    # what the state could not read (a kind the credentials may not list): every check that needs it is blind there
+    report.findings[:0] = [Finding("access", "warn", d.message, d.hint) for d in state.warnings]
     if outcome.rejected:
         first = outcome.rejected[0]
         report.findings.insert(0, Finding("render", "fail", f"`gpuc render` refuses this cluster's output ({len(outcome.rejected)} "
