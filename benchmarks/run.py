@@ -127,12 +127,21 @@ def _same_trees(a: Path, b: Path) -> bool:
 
 def bench_incremental(repeat: int, work: Path) -> list[Measurement]:
     """Cold full render vs a render after one workload's replicas changed, in the same run, and the tree
-    checked byte-identical to a fresh render of the changed fleet."""
-    fleet = work / "incremental-fleet"
+    checked byte-identical to a fresh render of the changed fleet: once with a folder of files per cluster,
+    once with files that each hold workloads of five clusters (the cache keys documents, not files)."""
+    rows = _incremental(repeat, work, "incremental-fleet", _fleet(work, 20, 1000), "a folder per cluster")
+    mixed = work / "fleet-20x1000-spread5"
+    if not mixed.exists():
+        generate(mixed, 20, 1000, 8, seed=7, spread=5)
+    return rows + _incremental(repeat, work, "incremental-spread", mixed, "files of 50 workloads of 5 clusters each")
+
+
+def _incremental(repeat: int, work: Path, name: str, source: Path, layout: str) -> list[Measurement]:
+    fleet = work / name
     if not fleet.exists():
-        shutil.copytree(_fleet(work, 20, 1000), fleet)
-    target, fresh = work / "incremental-out", work / "incremental-fresh"
-    cache = work / "incremental-cache"
+        shutil.copytree(source, fleet)
+    target, fresh = work / f"{name}-out", work / f"{name}-fresh"
+    cache = work / f"{name}-cache"
     shutil.rmtree(cache, ignore_errors=True)
     os.environ["GPUC_CACHE_DIR"] = str(cache)
     changed = next(iter(sorted((fleet / "workloads").rglob("*.yaml"))))
@@ -144,16 +153,17 @@ def bench_incremental(repeat: int, work: Path) -> list[Measurement]:
         lines[at] = f"  replicas: {next(values)}\n"  # the fleet's first workload shares one GPU (MPS): any count fits
         changed.write_text("".join(lines))
 
-    cold = measure("render 20 x 1,000 workloads, cold (no cache, empty output directory)",
+    label = f"render 20 x 1,000 workloads ({layout})"
+    cold = measure(f"{label}, cold (no cache, empty output directory)",
                    gpuc("render", str(fleet), "-o", str(target), "--no-cache"), repeat, before=lambda: _set_aside(target))
     run_process(gpuc("render", str(fleet), "-o", str(target)), dict(os.environ, PYTHONPATH=str(REPO)))  # fill the cache
-    warm = measure("render 20 x 1,000 workloads after one workload's replicas changed (cache warm)",
+    warm = measure(f"{label} after one workload's replicas changed (cache warm)",
                    gpuc("render", str(fleet), "-o", str(target)), repeat, before=change_one_workload)
-    still = measure("render 20 x 1,000 workloads with no change (cache warm)", gpuc("render", str(fleet), "-o", str(target)), repeat)
+    still = measure(f"{label} with no change (cache warm)", gpuc("render", str(fleet), "-o", str(target)), repeat)
     _set_aside(fresh)
     run_process(gpuc("render", str(fleet), "-o", str(fresh), "--no-cache"), dict(os.environ, PYTHONPATH=str(REPO)))
     if not _same_trees(target, fresh):
-        raise SystemExit("incremental: the warm tree differs from a fresh render of the same fleet")
+        raise SystemExit(f"incremental ({layout}): the warm tree differs from a fresh render of the same fleet")
     warm.note = f"{warm.seconds / cold.seconds:.2f} x cold; tree byte-identical to a fresh render"
     still.note = f"{still.seconds / cold.seconds:.2f} x cold"
     return [cold, warm, still]
