@@ -19,7 +19,7 @@ from pathlib import Path
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
 # every kind gpuc reads of a running cluster (facts: kubernetes.yaml clusterState; a test keeps them equal)
 STATUS_EXPORT = ("kubectl get nodes,resourceslices,resourceclaims,resourceclaimtemplates,deviceclasses,computedomains,nimcaches,"
-                 "nimservices,clusterpolicies,gpuclusters -A -o yaml > state.yaml")
+                 "nimservices,clusterpolicies,gpuclusters,namespaces,configmaps -A -o yaml > state.yaml")
 
 
 def _print_diagnostics(diagnostics, as_json: bool) -> None:

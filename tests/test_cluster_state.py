@@ -195,3 +195,13 @@ def test_live_read_through_the_kubernetes_client(tmp_path):
     assert unreachable.code == 2 and "cannot reach the API server" in unreachable.err
     wrong = gpuc("plan", fleet, "--cluster", "c1", "--kubeconfig", kubeconfig, "--context", "prod")
     assert wrong.code == 2 and "kubectl config get-contexts" in wrong.err
+
+
+def test_a_pod_that_finds_its_gpus_taken_by_the_fleet_names_the_workloads_holding_them(tmp_path):
+    """Without a state the holders are the fleet's own pods placed before it: the message names them too."""
+    fleet = fleet_of(tmp_path / "f", [workload_doc("train-a", "research", gpu={"count": 8}),
+                                      workload_doc("train-b", "research", gpu={"count": 8}),
+                                      workload_doc("zz-late", gpu={"count": 1})])
+    result = gpuc("plan", fleet, "--cluster", "c1")
+    assert result.code == 1, result.out + result.err
+    assert "16 match, 16 are allocated (16 by earlier pods of research/train-a, research/train-b)" in result.out

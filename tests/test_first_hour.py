@@ -214,7 +214,7 @@ def test_replicas_that_do_not_fit_are_one_finding_at_replicas(fleet, monkeypatch
     assert result.code == 1
     errors = [line for line in result.err.splitlines() if ": error: spec." in line]
     assert errors == ["workloads/w.yaml:7: error: spec.replicas: 2 of 6 pods of team/train cannot be placed on cluster 'c1' "
-                      "(train-4, train-5): request 'gpu' of train needs 4 free devices on one node: 16 match, 16 are allocated, "
+                      "(train-4, train-5): request 'gpu' of train needs 4 free devices on one node: 16 match, 16 are allocated (16 by earlier pods of team/train), "
                       "at most 0 free on one node"]
     assert "hint: lower replicas to 4 or fewer" in result.err
 
