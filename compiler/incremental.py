@@ -28,6 +28,7 @@ from .cache.store import CacheStore, Entry
 from .check.gate import ClusterOutcome, CompiledFleet
 from .diagnostics import Diagnostic
 from .load.fleet import unread
+from .load.yaml_source import SourceDoc
 from .pipeline import CompileOptions, Write, compile_fleet
 from .runner import load
 from .validate.documents import Fleet
@@ -47,7 +48,14 @@ def compile_cached(root: Path, options: CompileOptions, plan: BuildPlan | None, 
     fleet = Fleet(root)
     if misses:
         needed = set(plan.class_files).union(*(plan.needs[m] for m in misses))
-        partial = compile_fleet(load(root, options.jobs, select=needed.__contains__),
+        wanted = set().union(*(plan.documents[m] for m in misses))
+
+        def keep(doc: SourceDoc) -> bool:
+            """The rebuilt clusters' workloads, and every device class: a file's workloads of other clusters are
+            theirs (unchanged, or they would be rebuilt too), and neither checked nor built here."""
+            return (doc.file, doc.index) in wanted or not (isinstance(doc.value, dict) and doc.value.get("kind") == "GpuWorkload")
+
+        partial = compile_fleet(load(root, options.jobs, select=needed.__contains__, keep=keep),
                                 dataclasses.replace(options, subset=frozenset(misses), digests=True), write=write, built=built)
         fleet, warnings = partial.fleet, set(partial.warnings)
         outcomes.update(partial.clusters)

@@ -49,6 +49,7 @@ class BuildPlan:
     order: list[str]  # the clusters to build, in the fleet's order
     keys: dict[str, str]
     needs: dict[str, set[str]]  # cluster -> workload files its build reads (those holding its documents)
+    documents: dict[str, set[tuple[str, int]]] = field(default_factory=dict)  # cluster -> (file, index) of its workloads
     hits: dict[str, Entry] = field(default_factory=dict)
     clusters: tuple[str, ...] = ()  # every cluster of the fleet (order is those to build)
     class_files: frozenset[str] = frozenset()  # files holding GpuDeviceClasses: every build reads them
@@ -150,6 +151,7 @@ def plan_build(root: Path, settings: Settings, store: CacheStore, tree: Path | N
         read = sorted(set().union(*(docs[n] for n in near[name])))
         own_crds = clusters[name].crds
         plan.needs[name] = files[name]
+        plan.documents[name] = {(rel, at) for rel, at, _ in docs[name]}
         plan.keys[name] = value_digest([common, name, cluster_files, sorted(class_files), read,
                                         tree_digest(root / own_crds) if own_crds else None])
         entry = store.entry(name, plan.keys[name])
