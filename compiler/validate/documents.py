@@ -57,11 +57,9 @@ class Fleet:
                     self._by_cluster.setdefault(name, []).append(w)
         return list(self._by_cluster.get(cluster, []))
 
-    def targets_at(self, file: str, line: int) -> list[str] | None:
-        """The clusters the workload whose document holds `line` of `file` targets (its lines run up to where the
-        next document of the file starts); None when no workload's document holds it (a device class, a Cluster,
-        the top of a file). A finding belongs to the clusters of the document it points into, not of its file:
-        one file may hold workloads of many clusters."""
+    def document_at(self, file: str, line: int) -> Intent[Any] | None:
+        """The workload or device class whose document holds `line` of `file` (its lines run up to where the next
+        document of the file starts); None for a Cluster file, a line above the first document, or no file."""
         if self._by_file is None:
             by_file: dict[str, list[Intent[Any]]] = {}
             every: list[Intent[Any]] = [*self.workloads, *self.classes.values()]
@@ -70,9 +68,14 @@ class Fleet:
             self._by_file = {f: ([i.source.start_line for i in docs], docs) for f, docs in by_file.items()}
         starts, intents = self._by_file.get(file, ([], []))
         at = bisect.bisect_right(starts, line) - 1
-        if at < 0 or not isinstance(intents[at].model, GpuWorkload):
-            return None
-        return target_clusters(intents[at].model, self)
+        return intents[at] if at >= 0 else None
+
+    def targets_at(self, file: str, line: int) -> list[str] | None:
+        """The clusters the workload whose document holds `line` of `file` targets; None when no workload's
+        document holds it. A finding belongs to the clusters of the document it points into, not of its file:
+        one file may hold workloads of many clusters."""
+        found = self.document_at(file, line)
+        return target_clusters(found.model, self) if found is not None and isinstance(found.model, GpuWorkload) else None
 
     def workloads_named(self, ref: str) -> list[Intent[GpuWorkload]]:
         """Workloads matching `namespace/name`, or a bare `name` (several namespaces may use it)."""
