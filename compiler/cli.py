@@ -370,7 +370,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
         from .emit.capacity_html import capacity_html
         from .emit.staging import write_file_atomically
 
-        page = capacity_html(plans, f"GPU capacity: {Path(args.fleet).name}")
+        fleet = Path(args.fleet).resolve().name or str(args.fleet)  # `gpuc plan .` names the directory, not ""
+        scope = f"cluster {args.cluster} of {fleet}" if args.cluster else f"{fleet} ({len(plans)} cluster{'s' if len(plans) != 1 else ''})"
+        page = capacity_html(plans, f"GPU capacity: {scope}")
         try:
             write_file_atomically(Path(args.html), page)
         except OSError as exc:
