@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.report_bench import chromium_available, headless_chromium
+from benchmarks.report_bench import browser_missing, chromium_available, headless_chromium
 from compiler.emit.capacity import MIN_HUE_GAP, cluster_map, workload_color, workload_colors
 from compiler.emit.capacity_html import capacity_html
 from compiler.emit.plan_report import plan_markdown
@@ -154,7 +154,8 @@ def test_plan_html_option_writes_the_file(tmp_path):
 
 def test_report_renders_in_headless_chromium(tmp_path, plans):
     """A real browser: no console errors, and the pools and workloads are visible text."""
-    assert chromium_available(), "Debian's chromium and chromium-driver are installed by .ci/run"
+    if not chromium_available():
+        pytest.fail(browser_missing(), pytrace=False)  # one line that says what is missing, not a traceback
     page = tmp_path / "report.html"
     page.write_text(capacity_html(plans, "GPU capacity: example fleet"))
     with headless_chromium(tmp_path / "profile", console_log=True) as driver:
@@ -215,3 +216,12 @@ def test_sharing_shows_as_what_it_is(fleet, tmp_path, monkeypatch):
     monkeypatch.chdir(path)
     assert gpuc("plan", ".", "--html", tmp_path / "r.html").code == 0
     assert f"<title>GPU capacity: {path.name} (1 cluster)</title>" in (tmp_path / "r.html").read_text()
+
+
+def test_a_missing_browser_is_named_in_one_line(monkeypatch):
+    import benchmarks.report_bench as bench
+
+    monkeypatch.setattr(bench.shutil, "which", lambda name: None if name == "chromedriver" else f"/usr/bin/{name}")
+    message = bench.browser_missing()
+    assert message.startswith("chromedriver not found on PATH") and "apt-get install chromium chromium-driver" in message
+    assert "\n" not in message and not bench.chromium_available()
