@@ -118,14 +118,15 @@ class GitOps(Model):
     namespace: DnsLabel = Field("argocd", description="namespace Argo CD Applications live in")
 
 
-AckCode = Literal["unchecked-crds", "driver-fork"]
+AckCode = Literal["unchecked-crds", "driver-fork", "unknown-release"]
 
 
 class Acknowledgement(Model):
     """A warning the platform team has read and accepts: gpuc stops printing it for this cluster."""
 
     warning: AckCode = Field(description="the code in brackets after the warning: unchecked-crds (objects of a kind with no CRD "
-                                         "to check them against), driver-fork (a driver feature only a fork ships)")
+                                         "to check them against), driver-fork (a driver feature only a fork ships), "
+                                         "unknown-release (a DRA driver or GPU Operator version newer than gpuc's facts)")
     kinds: list[str] | None = Field(None, description="unchecked-crds only: the kinds accepted unchecked (default: every kind)")
     reason: str = Field(min_length=1, description="why it is accepted, for the reviewer who reads this file next")
 

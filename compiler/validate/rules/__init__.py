@@ -17,13 +17,14 @@ from .classes import check_classes
 from .dra_features import check_dra_features
 from .gates import check_gates
 from .operators import check_operator_modes
+from .releases import check_releases
 from .share_groups import check_share_groups
 from .workloads import check_workloads
 
 Rule = Callable[[Fleet, dict[str, ResolvedCluster], Findings], None]
 
 RULES: list[Rule] = [check_classes, check_workloads, check_dra_features, check_share_groups, check_gates, check_chart_values,
-                     check_operator_modes]
+                     check_operator_modes, check_releases]
 
 
 def check_intents(fleet: Fleet, clusters: dict[str, ResolvedCluster], findings: Findings) -> None:
