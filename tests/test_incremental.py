@@ -237,3 +237,18 @@ def test_each_document_has_a_digest_of_its_own_lines_and_position():
     for odd in (text.replace("\n", "\r"), "%YAML 1.1\n---\n" + text):  # line breaks or directives of the whole file
         spans = scan(odd.encode())
         assert spans is not None and spans[0].span == spans[1].span
+
+
+def test_a_workload_parked_on_no_cluster_is_checked_by_every_build(tmp_path):
+    """`clusters: []` targets no cluster, so no key would hold it: it is an input of every cluster instead, and
+    a mistake in it still fails the warm render as it fails a cold one."""
+    fleet = shared_file_fleet(tmp_path / "fleet")
+    parked = fleet / "workloads" / "parked.yaml"
+    parked.write_text("apiVersion: gpuc.dev/v1alpha1\nkind: GpuWorkload\nmetadata: {name: parked, namespace: team}\n"
+                      "spec:\n  clusters: []\n  gpu: {count: 1}\n")
+    out = tmp_path / "out"
+    render(fleet, out)
+    parked.write_text(parked.read_text().replace("count: 1", "count: 1, sharng: MPS"))
+    warm, cold = gpuc("render", fleet, "-o", out), gpuc("render", fleet, "-o", tmp_path / "cold", "--no-cache")
+    assert warm.code == cold.code == 2 and "unknown field 'sharng'" in warm.err
+    assert warm.err.replace(str(out), "OUT") == cold.err.replace(str(tmp_path / "cold"), "OUT")
