@@ -1,8 +1,8 @@
 """The incremental build: rebuild only the clusters whose inputs changed, the rest from the cache.
 
 The unit is the cluster. A cluster's key digests gpuc itself, the options and CRDs its checks use, every
-Cluster file (a workload's rules read the clusters it targets), every file holding a GpuDeviceClass,
-and the workload documents that target it, each by its lines, where they start and its place in its file
+Cluster file (a workload's rules read the clusters it targets), every GpuDeviceClass document, and the
+workload documents that target it, each by its lines, where they start and its place in its file
 (not the whole file: one file may hold workloads of many clusters, and a change to one of them must not
 rebuild the others). A cluster whose key has an entry is a hit when
 its previous output is still on disk exactly as that entry describes it (the render hard-links it into

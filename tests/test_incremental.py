@@ -252,3 +252,21 @@ def test_a_workload_parked_on_no_cluster_is_checked_by_every_build(tmp_path):
     warm, cold = gpuc("render", fleet, "-o", out), gpuc("render", fleet, "-o", tmp_path / "cold", "--no-cache")
     assert warm.code == cold.code == 2 and "unknown field 'sharng'" in warm.err
     assert warm.err.replace(str(out), "OUT") == cold.err.replace(str(tmp_path / "cold"), "OUT")
+
+
+def test_a_device_class_in_a_shared_file_is_keyed_by_its_document(tmp_path):
+    """Every cluster reads the device classes, but by their documents: editing a workload next to a class in
+    the same file rebuilds that workload's cluster only; editing the class rebuilds them all."""
+    fleet = shared_file_fleet(tmp_path / "fleet")
+    team = fleet / "workloads" / "team.yaml"
+    team.write_text("apiVersion: gpuc.dev/v1alpha1\nkind: GpuDeviceClass\nmetadata: {name: big.example.com}\n"
+                    "spec:\n  require: {minMemory: 79Gi}\n---\n" + team.read_text())
+    out = tmp_path / "out"
+    render(fleet, out)
+    b = os.stat(out / "b").st_ino
+    team.write_text(team.read_text().replace("replicas: 1", "replicas: 2"))  # wa, on a
+    render(fleet, out)
+    assert os.stat(out / "b").st_ino == b and tree(out) == fresh(fleet, tmp_path / "one")
+    team.write_text(team.read_text().replace("minMemory: 79Gi", "minMemory: 70Gi"))
+    render(fleet, out)
+    assert os.stat(out / "b").st_ino != b and tree(out) == fresh(fleet, tmp_path / "two")

@@ -116,6 +116,9 @@ def _scan_fleet(root: Path, old: Index) -> Index | None:
     return index
 
 
+Place = tuple[str, int, str]  # a document: (file, index in the file, digest of its lines)
+
+
 def plan_build(root: Path, settings: Settings, store: CacheStore, tree: Path | None) -> BuildPlan | None:
     """Which clusters the cache has, verified against `tree` (the output directory, or --previous; None:
     nothing on disk to match, as for `validate` without --previous). None: build everything."""
@@ -125,8 +128,8 @@ def plan_build(root: Path, settings: Settings, store: CacheStore, tree: Path | N
     cluster_files = [(p, sha) for p, (sha, _) in sorted(index.files.items()) if p.startswith("clusters/")]
     clusters: dict[str, DocRef] = {}
     seen: set[tuple[str, str, str]] = set()
-    class_files: set[tuple[str, str]] = set()
-    for rel, (sha, refs) in sorted(index.files.items()):
+    classes: set[Place] = set()  # every GpuDeviceClass document: an input of every cluster
+    for rel, (_, refs) in sorted(index.files.items()):
         for ref in refs:
             key = (ref.kind, ref.namespace, ref.name)
             if key in seen or (rel.startswith("clusters/") != (ref.kind == "Cluster")):
@@ -135,7 +138,7 @@ def plan_build(root: Path, settings: Settings, store: CacheStore, tree: Path | N
             if ref.kind == "Cluster":
                 clusters[ref.name] = ref
             elif ref.kind == "GpuDeviceClass":
-                class_files.add((rel, sha))
+                classes.add((rel, ref.index, ref.span))
             elif ref.kind != "GpuWorkload":
                 return None
     inputs = _workload_inputs(index, list(clusters))
@@ -144,7 +147,7 @@ def plan_build(root: Path, settings: Settings, store: CacheStore, tree: Path | N
     docs, files, near = inputs
     common = value_digest({"build": build_digest(), "options": settings.options, "crds": [tree_digest(d) for d in settings.crds]})
     order = [n for n in clusters if settings.only is None or n == settings.only]
-    plan = BuildPlan(index, order, {}, {}, clusters=tuple(clusters), class_files=frozenset(rel for rel, _ in class_files))
+    plan = BuildPlan(index, order, {}, {}, clusters=tuple(clusters), class_files=frozenset(rel for rel, _, _ in classes))
     for name in order:
         # a workload that also targets other clusters carries findings about them too, which their own workloads
         # shape (derived gates, sizing): their documents are inputs of this entry as well
@@ -152,16 +155,13 @@ def plan_build(root: Path, settings: Settings, store: CacheStore, tree: Path | N
         own_crds = clusters[name].crds
         plan.needs[name] = files[name]
         plan.documents[name] = {(rel, at) for rel, at, _ in docs[name]}
-        plan.keys[name] = value_digest([common, name, cluster_files, sorted(class_files), read,
+        plan.keys[name] = value_digest([common, name, cluster_files, sorted(classes), read,
                                         tree_digest(root / own_crds) if own_crds else None])
         entry = store.entry(name, plan.keys[name])
         if entry is not None and (tree is None or _same_tree(tree / name, entry)):
             plan.hits[name] = entry
     plan.notes = list(store.notes)
     return plan
-
-
-Place = tuple[str, int, str]  # a workload document: (file, index in the file, digest of its lines)
 
 
 def _workload_inputs(index: Index, clusters: list[str]
