@@ -13,6 +13,7 @@ gpuc plus that disk.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -150,7 +151,9 @@ def _incremental(repeat: int, work: Path, name: str, source: Path, layout: str) 
     changed = next(iter(sorted((fleet / "workloads").rglob("*.yaml"))))
     lines = changed.read_text().splitlines(keepends=True)
     at = next(i for i, line in enumerate(lines) if line.strip().startswith("replicas:"))
-    values = iter(range(2, 10**6))  # a value no earlier run used: the cache keeps the last few versions of a cluster
+    # a value neither this run nor an earlier one over the same fleet copy used: the cache keeps the last few
+    # versions of a cluster, and setting the value the file already holds would change nothing
+    values = itertools.count(int(lines[at].split(":")[1]) + 1)
 
     def change_one_workload() -> None:
         lines[at] = f"  replicas: {next(values)}\n"  # the fleet's first workload shares one GPU (MPS): any count fits
