@@ -110,17 +110,46 @@ def workload(c: int, j: int, flavour: tuple, rng: random.Random) -> dict:
     return {"apiVersion": "gpuc.dev/v1alpha1", "kind": "GpuWorkload", "metadata": {"name": name, "namespace": ns}, "spec": spec}
 
 
-def generate(out: Path, clusters: int, workloads: int, nodes: int, seed: int) -> None:
+def generate(out: Path, clusters: int, workloads: int, nodes: int, seed: int, spread: int = 1) -> None:
+    """`spread` 1: each cluster's workloads in files of their own (100 documents per file, like a team's
+    folder). `spread` N > 1: files of 50 workloads, each holding workloads of N neighbouring clusters (a team
+    that deploys to several clusters keeps them in one file); the workloads are the same either way."""
     rng = random.Random(seed)
     (out / "clusters").mkdir(parents=True, exist_ok=True)
+    per_cluster = []
     for c in range(clusters):
         docs = [workload(c, j, PLATFORMS[c % len(PLATFORMS)], rng) for j in range(workloads)]
         doc = cluster(c, nodes, docs)
         (out / "clusters" / f"c{c:02d}.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+        per_cluster.append(docs)
+    if spread > 1:
+        _write_spread(out / "workloads", per_cluster, spread)
+        return
+    for c, docs in enumerate(per_cluster):
         target = out / "workloads" / f"c{c:02d}"
         target.mkdir(parents=True, exist_ok=True)
-        for start in range(0, len(docs), 100):  # 100 documents per file, like a team's folder
+        for start in range(0, len(docs), 100):
             (target / f"batch-{start // 100:03d}.yaml").write_text(yaml.safe_dump_all(docs[start:start + 100], sort_keys=False))
+
+
+def _write_spread(target: Path, per_cluster: list[list[dict]], spread: int, per_file: int = 50) -> None:
+    """File k holds per_file/spread workloads of each of the clusters k, k+1, ... k+spread-1 (modulo the
+    fleet), interleaved: every cluster shares files with its neighbours, and through them with all."""
+    target.mkdir(parents=True, exist_ok=True)
+    share = per_file // spread
+    taken = [0] * len(per_cluster)
+    k = 0
+    while any(t < len(docs) for t, docs in zip(taken, per_cluster)):
+        members = [(k + i) % len(per_cluster) for i in range(spread)]
+        batch: list[dict] = []
+        for _ in range(share):
+            for c in members:
+                if taken[c] < len(per_cluster[c]):
+                    batch.append(per_cluster[c][taken[c]])
+                    taken[c] += 1
+        if batch:
+            (target / f"team-{k:04d}.yaml").write_text(yaml.safe_dump_all(batch, sort_keys=False))
+        k += 1
 
 
 def _pods(doc: dict) -> int:
@@ -192,13 +221,14 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=8, help="at least this many nodes in each cluster's main H100 pool "
                                                              "(pools grow to fit the generated workloads)")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--spread", type=int, default=1, help="clusters whose workloads share each workload file (1: a folder per cluster)")
     parser.add_argument("--plan-nodes", type=int, help="write one cluster of this many nodes for the allocator benchmark")
     parser.add_argument("--plan-pods", type=int, default=20000, help="with --plan-nodes: pods in all")
     args = parser.parse_args()
     if args.plan_nodes:
         generate_plan(args.out, args.plan_nodes, args.plan_pods, args.seed)
     else:
-        generate(args.out, args.clusters, args.workloads, args.nodes, args.seed)
+        generate(args.out, args.clusters, args.workloads, args.nodes, args.seed, args.spread)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,16 @@ def worst_case_fleet(out: Path, nodes: int = 5000) -> Path:
 
 
 def chromium_available() -> bool:
-    return bool(shutil.which("chromium") and shutil.which("chromedriver"))
+    return not browser_missing()
+
+
+def browser_missing() -> str:
+    """What keeps the browser from starting, in one line ("" when nothing does)."""
+    missing = [name for name in ("chromium", "chromedriver") if not shutil.which(name)]
+    if not missing:
+        return ""
+    return (f"{' and '.join(missing)} not found on PATH: the capacity report is checked in a real browser; install "
+            "Debian's chromium and chromium-driver (`apt-get install chromium chromium-driver`)")
 
 
 @contextlib.contextmanager

@@ -19,7 +19,7 @@ from pathlib import Path
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
 # every kind gpuc reads of a running cluster (facts: kubernetes.yaml clusterState; a test keeps them equal)
 STATUS_EXPORT = ("kubectl get nodes,resourceslices,resourceclaims,resourceclaimtemplates,deviceclasses,computedomains,nimcaches,"
-                 "nimservices,clusterpolicies,gpuclusters -A -o yaml > state.yaml")
+                 "nimservices,clusterpolicies,gpuclusters,namespaces,configmaps -A -o yaml > state.yaml")
 
 
 def _print_diagnostics(diagnostics, as_json: bool) -> None:
@@ -322,10 +322,11 @@ def cmd_catalog(args: argparse.Namespace) -> int:
 @_guarded
 def cmd_explain(args: argparse.Namespace) -> int:
     from .diagnostics import Diagnostic, InputError, did_you_mean
-    from .emit.explain import explain_data, explain_text
-    from .pipeline import compile_fleet
+    from .emit.explain import explain_data, explain_text, explain_warnings
+    from .pipeline import CompileOptions, compile_fleet
 
-    compilation = compile_fleet(args.fleet)
+    state = _state(args)
+    compilation = compile_fleet(args.fleet, CompileOptions(only=args.cluster, checks=_checks(args), state=state, jobs=args.jobs))
     everything = [f"{w.model.metadata.namespace}/{w.model.metadata.name}" for w in compilation.fleet.workloads]
     if args.workload is None:  # what can be explained
         if args.output == "json":
@@ -349,7 +350,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         if args.output != "json":
             _print_diagnostics(failure.diagnostics, False)
         return EXIT_FINDINGS
-    _print_diagnostics(compilation.warnings, args.output == "json")
+    _print_diagnostics(explain_warnings(compilation, args.workload, data), args.output == "json")
     return EXIT_OK
 
 
@@ -359,7 +360,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from .emit.plan_report import plan_text
     from .pipeline import CompileOptions, compile_fleet
 
-    options = CompileOptions(only=args.cluster, detail=True, state=_state(args))
+    options = CompileOptions(only=args.cluster, checks=_checks(args), detail=True, state=_state(args), jobs=args.jobs)
     compilation = compile_fleet(args.fleet, options, progress=_progress_for)
     plans = [c.placement for c in compilation.clusters.values() if c.placement is not None]
     # clusters that did not compile have no placement, and output the checks refuse would not be applied
@@ -369,7 +370,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
         from .emit.capacity_html import capacity_html
         from .emit.staging import write_file_atomically
 
-        page = capacity_html(plans, f"GPU capacity: {Path(args.fleet).name}")
+        fleet = Path(args.fleet).resolve().name or str(args.fleet)  # `gpuc plan .` names the directory, not ""
+        scope = f"cluster {args.cluster} of {fleet}" if args.cluster else f"{fleet} ({len(plans)} cluster{'s' if len(plans) != 1 else ''})"
+        page = capacity_html(plans, f"GPU capacity: {scope}")
         try:
             write_file_atomically(Path(args.html), page)
         except OSError as exc:
@@ -392,7 +395,7 @@ def cmd_inventory(args: argparse.Namespace) -> int:
     from .place import synthesize_for
     from .place.inventory.codec import inventory_list
 
-    compilation = compile_fleet(args.fleet, CompileOptions(only=args.cluster))
+    compilation = compile_fleet(args.fleet, CompileOptions(only=args.cluster, checks=_checks(args), jobs=args.jobs))
     compiled = compilation.clusters[args.cluster].compiled
     if compiled is None:  # sizing failed: the findings say why
         compilation.raise_if_failed("no inventory was printed")
@@ -406,12 +409,10 @@ def cmd_inventory(args: argparse.Namespace) -> int:
 
 @functools.partial(_guarded, outcome="no diff was produced")
 def cmd_diff(args: argparse.Namespace) -> int:
-    from .check.model import CheckOptions
     from .emit.diff.report import as_json, markdown
     from .pipeline import diff_fleet
 
-    diff = diff_fleet(Path(args.fleet), args.base, args.cluster, CheckOptions(tuple(Path(d) for d in args.crds or ())),
-                      state=_state(args), store=_cache(args))
+    diff = diff_fleet(Path(args.fleet), args.base, args.cluster, _checks(args), state=_state(args), store=_cache(args))
     gated = sorted(set(args.fail_on) & diff.conditions())
     print(as_json(diff, gated) if args.output == "json" else markdown(diff, gated), end="" if args.output != "json" else "\n")
     for condition in gated:
@@ -465,10 +466,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=func)
         return p
 
-    def add_checks(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--jobs", type=int, metavar="N",
-                       help="worker processes for parsing and building (default: one per core for large fleets; "
-                            "1: everything in this process)")
+    def add_checks(p: argparse.ArgumentParser, jobs: bool = True) -> None:
+        """The inputs every command that compiles takes, so a warning can be answered where it appears."""
+        if jobs:
+            p.add_argument("--jobs", type=int, metavar="N",
+                           help="worker processes for parsing and building (default: one per core for large fleets; "
+                                "1: everything in this process)")
         p.add_argument("--crds", action="append", metavar="DIR",
                        help="directory of CRD YAMLs (searched recursively) to check custom resources against; "
                             "repeatable; a cluster's spec.crds directory is searched first")
@@ -510,19 +513,23 @@ def build_parser() -> argparse.ArgumentParser:
     plan = add("plan", cmd_plan, "place every pod's claims on the cluster's devices, offline, like the scheduler")
     plan.add_argument("--cluster", help="plan only this cluster")
     plan.add_argument("--html", metavar="FILE", help="also write a self-contained HTML capacity report to FILE")
+    add_checks(plan)
     add_state(plan)
     plan.add_argument("--slices", metavar="FILE", help="the cluster's ResourceSlices alone (kubectl get resourceslices -o yaml): "
                                                        "an export --state reads too")
     inventory = add("inventory", cmd_inventory, "print the ResourceSlices the cluster's DRA driver would publish")
     inventory.add_argument("--cluster", required=True, help="the cluster")
+    add_checks(inventory)
     explain = add("explain", cmd_explain, "show sizing, pools and objects behind one workload (without one: list the workloads)")
     explain.add_argument("workload", metavar="WORKLOAD", nargs="?", help="workload name or namespace/name")
+    explain.add_argument("--cluster", help="explain it on this cluster only")
+    add_checks(explain)
+    add_state(explain)
     diff = add("diff", cmd_diff, "explain what an intent change does to each cluster (Markdown for a PR comment)",
                outputs=("markdown", "json"))
     diff.add_argument("--base", required=True, metavar="REF", help="git commit-ish to compare against, e.g. origin/main")
     diff.add_argument("--cluster", help="compare only this cluster")
-    diff.add_argument("--crds", action="append", metavar="DIR",
-                      help="directory of CRD YAMLs to check custom resources against, as in render (repeatable)")
+    add_checks(diff, jobs=False)
     diff.add_argument("--fail-on", type=_gates, action="extend", default=[], metavar="CONDITIONS",
                       help="exit 1 when the diff has any of these conditions (comma-separated, repeatable): "
                            "any, replacement, gpu-increase, infeasible, cluster-removed")

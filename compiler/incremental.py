@@ -1,8 +1,10 @@
 """The incremental build: rebuild only the clusters whose inputs changed, the rest from the cache.
 
 The unit is the cluster. A cluster's key digests gpuc itself, the options and CRDs its checks use, every
-Cluster file (a workload's rules read the clusters it targets), every file holding a GpuDeviceClass,
-and the workload files with a document targeting it. A cluster whose key has an entry is a hit when
+Cluster file (a workload's rules read the clusters it targets), every GpuDeviceClass document, and the
+workload documents that target it, each by its lines, where they start and its place in its file
+(not the whole file: one file may hold workloads of many clusters, and a change to one of them must not
+rebuild the others). A cluster whose key has an entry is a hit when
 its previous output is still on disk exactly as that entry describes it (the render hard-links it into
 the new tree); every other cluster is rebuilt whole: lowered, checked and placed again, because
 placement is a question about the whole cluster (one more replica can move every pod after it), and
@@ -26,6 +28,7 @@ from .cache.store import CacheStore, Entry
 from .check.gate import ClusterOutcome, CompiledFleet
 from .diagnostics import Diagnostic
 from .load.fleet import unread
+from .load.yaml_source import SourceDoc
 from .pipeline import CompileOptions, Write, compile_fleet
 from .runner import load
 from .validate.documents import Fleet
@@ -45,7 +48,14 @@ def compile_cached(root: Path, options: CompileOptions, plan: BuildPlan | None, 
     fleet = Fleet(root)
     if misses:
         needed = set(plan.class_files).union(*(plan.needs[m] for m in misses))
-        partial = compile_fleet(load(root, options.jobs, select=needed.__contains__),
+        wanted = set().union(*(plan.documents[m] for m in misses))
+
+        def keep(doc: SourceDoc) -> bool:
+            """The rebuilt clusters' workloads, and every device class: a file's workloads of other clusters are
+            theirs (unchanged, or they would be rebuilt too), and neither checked nor built here."""
+            return (doc.file, doc.index) in wanted or not (isinstance(doc.value, dict) and doc.value.get("kind") == "GpuWorkload")
+
+        partial = compile_fleet(load(root, options.jobs, select=needed.__contains__, keep=keep),
                                 dataclasses.replace(options, subset=frozenset(misses), digests=True), write=write, built=built)
         fleet, warnings = partial.fleet, set(partial.warnings)
         outcomes.update(partial.clusters)
@@ -88,9 +98,14 @@ def remember(store: CacheStore, root: Path, plan: BuildPlan | None, built: Compi
 
 
 def _concerns(warning: Diagnostic, cluster: str, fleet: Fleet) -> bool:
-    """A fleet warning that belongs to this cluster's entry: about its Cluster file or a file of its workloads
-    or of a device class (the fleet's layout warnings are found again by every load, so no entry keeps them)."""
+    """A fleet warning that belongs to this cluster's entry: about its Cluster file, a workload document that
+    targets it (or targets none: every build checks those), or a device class (the fleet's layout warnings
+    are found again by every load, so no entry keeps them). A warning about another cluster's workload in a
+    file this one shares is that cluster's: its entry keys on that document, this one's does not."""
     if cluster in fleet.clusters and warning.file == fleet.clusters[cluster].source.file:
         return True
+    targets = fleet.targets_at(warning.file, warning.line)
+    if targets is not None:
+        return cluster in targets or not targets
     return (any(warning.file == w.source.file for w in fleet.workloads_on(cluster))
             or any(warning.file == c.source.file for c in fleet.classes.values()))

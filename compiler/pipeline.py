@@ -214,13 +214,19 @@ def compile_fleet(source: str | os.PathLike[str] | LoadedFleet, options: Compile
 
 
 def _about(fleet: Fleet, cluster: str, warnings: list[Diagnostic]) -> list[Diagnostic]:
-    """With --cluster, the warnings about that cluster: not those of another cluster's file, nor of a file whose
+    """With --cluster, the warnings about that cluster: those pointing into a workload document that targets it
+    (or targets none), not into another's; elsewhere, not those of another cluster's file, nor of a file whose
     workloads all run elsewhere (findings about the fleet's layout, or no file at all, stay)."""
     mine = {w.source.file for w in fleet.workloads_on(cluster)}
     if cluster in fleet.clusters:
         mine.add(fleet.clusters[cluster].source.file)
     others = ({c.source.file for c in fleet.clusters.values()} | {w.source.file for w in fleet.workloads}) - mine
-    return [w for w in warnings if w.file not in others]
+    kept = []
+    for w in warnings:
+        targets = fleet.targets_at(w.file, w.line)
+        if (cluster in targets or not targets) if targets is not None else w.file not in others:
+            kept.append(w)
+    return kept
 
 
 def diff_fleet(fleet: Path, base_ref: str, only: str | None = None, checks: CheckOptions | None = None,

@@ -137,7 +137,8 @@ class LoadedFleet:
     checked_early: Callable[[SourceDoc], CheckedDocument | None] | None = None
 
 
-def load(source: str | os.PathLike[str], jobs: int | None = None, select: Callable[[str], bool] | None = None) -> LoadedFleet:
+def load(source: str | os.PathLike[str], jobs: int | None = None, select: Callable[[str], bool] | None = None,
+         keep: Callable[[SourceDoc], bool] | None = None) -> LoadedFleet:
     """Every document of the fleet, a large fleet's parsed by forked workers. Meanwhile this process
     imports the compiler (this module imports only the loader, so the parse starts at once), warms the
     caches the build workers will inherit and checks each workload document as it arrives."""
@@ -151,7 +152,7 @@ def load(source: str | os.PathLike[str], jobs: int | None = None, select: Callab
         early.append(checks.result)
         return checks
 
-    files = load_fleet(source, meanwhile=read_along, read_files=parallel_reader(jobs), select=select)
+    files = load_fleet(source, meanwhile=read_along, read_files=parallel_reader(jobs), select=select, keep=keep)
     return LoadedFleet(files, early[0] if early else None)
 
 

@@ -6,12 +6,14 @@ input errors, output the API server or the driver would refuse, and pods that ca
 end as a `pulumi.RunError` carrying gpuc's diagnostics (file, line, field, hint), which Pulumi prints
 without a Python traceback, before any resource is registered. The stack config has render's escape
 hatches: `gpuc:allowInfeasible` (--allow-infeasible) and `gpuc:allowReplace` (--allow-replace, judged
-against `gpuc:previous`, a rendered tree, as `gpuc validate --previous` does), and render's `--state`:
-`gpuc:state`, the export file(s) of the running cluster.
+against `gpuc:previous`, a rendered tree, as `gpuc validate --previous` does), render's `--state`:
+`gpuc:state`, the export file(s) of the running cluster, and its CRD inputs:
+`gpuc:crds` (--crds: a directory, or a JSON list of them) and `gpuc:requireCrds` (--require-crds).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -40,17 +42,21 @@ class StackSettings:
     allow_replace: bool = False  # render --allow-replace: accept replacing a NIMService (judged against `previous`)
     previous: Path | None = None  # a rendered tree (DIR/<cluster>/ inside) that updates are judged against
     state: tuple[Path, ...] = ()  # render --state: exports of the running cluster (its slices, claims, nodes)
+    crds: tuple[Path, ...] = ()  # render --crds: CRD directories custom resources are checked against
+    require_crds: bool = False  # render --require-crds: a custom resource kind with no CRD is an error
 
     @classmethod
     def from_config(cls, project_root: Path) -> StackSettings:
-        """`gpuc:fleet` and `gpuc:previous` are relative to the project root (where Pulumi.yaml is)."""
+        """`gpuc:fleet`, `gpuc:previous` and `gpuc:crds` are relative to the project root (where Pulumi.yaml is)."""
         config = pulumi.Config(CONFIG_NAMESPACE)
         previous = config.get("previous")
         return cls(stack=pulumi.get_stack(), fleet=project_root / config.require("fleet"),
                    kubeconfig=config.get_secret("kubeconfig"), context=config.get("context"),
                    allow_infeasible=bool(config.get_bool("allowInfeasible")), allow_replace=bool(config.get_bool("allowReplace")),
                    previous=project_root / previous if previous else None,
-                   state=tuple(project_root / name for name in _state_files(config)))
+                   state=tuple(project_root / name for name in _state_files(config)),
+                   crds=tuple(project_root / d for d in _directories(config.get("crds"))),
+                   require_crds=bool(config.get_bool("requireCrds")))
 
 
 def _state_files(config: pulumi.Config) -> list[str]:
@@ -65,6 +71,22 @@ def _state_files(config: pulumi.Config) -> list[str]:
         return list(value)
     raise pulumi.RunError(f"gpuc: stack '{pulumi.get_stack()}': gpuc:state must be a file name or a list of them "
                           f"(kubectl exports of the running cluster, relative to the project root), got {raw!r}")
+
+
+def _directories(raw: str | None) -> list[str]:
+    """`gpuc:crds`: one directory, or a JSON list of them (`pulumi config set --path 'gpuc:crds[0]' DIR` writes one)."""
+    if not raw:
+        return []
+    if raw.lstrip().startswith("["):
+        try:
+            listed = json.loads(raw)
+        except json.JSONDecodeError:
+            listed = None
+        if not (isinstance(listed, list) and all(isinstance(d, str) for d in listed)):
+            raise pulumi.RunError(f"gpuc: gpuc:crds is neither a directory nor a list of directories: {raw}; "
+                                  "set it to e.g. crds/nim-operator, or [\"crds/a\", \"crds/b\"]")
+        return listed
+    return [raw]
 
 
 def _fail(settings: StackSettings, exc: InputError) -> NoReturn:
@@ -85,10 +107,15 @@ def compile_stack(settings: StackSettings) -> CompiledCluster:
         raise pulumi.RunError(f"gpuc: stack '{settings.stack}': gpuc:previous {settings.previous} is not a directory; "
                               "set it to the rendered tree (e.g. rendered) or remove it")
     show_paths_from(settings.fleet)  # findings name files as seen from where `pulumi up` runs
+    missing = [d for d in settings.crds if not d.is_dir()]
+    if missing:
+        raise pulumi.RunError(f"gpuc: stack '{settings.stack}': gpuc:crds {missing[0]} is not a directory; "
+                              "set it to a directory of CRD YAMLs (relative to the project root) or remove it")
+    checks = CheckOptions(settings.crds, settings.require_crds, settings.allow_replace)
     try:
         state = _read_state(settings)
-        options = CompileOptions(only=settings.stack, checks=CheckOptions(allow_replace=settings.allow_replace),
-                                 previous=settings.previous, allow_infeasible=settings.allow_infeasible, missing_ok=True, state=state)
+        options = CompileOptions(only=settings.stack, checks=checks, previous=settings.previous,
+                                 allow_infeasible=settings.allow_infeasible, missing_ok=True, state=state)
         compilation = compile_fleet(settings.fleet, options)
     except InputError as exc:
         _fail(settings, exc)

@@ -368,7 +368,7 @@ def test_one_allocated_device_is_worded_in_the_singular():
     planner = Planner(inventory({"n1": [dev("gpu-0")]}), CLASSES)
     assert planner.place(pod("one-0", claim("team/one-0", [request("gpu")]))).placed
     outcome = planner.place(pod("two-0", claim("team/two-0", [request("gpu")])))
-    assert "1 match, 1 is allocated, at most 0 free on one node" in outcome.reason
+    assert "1 match, 1 is allocated (1 by earlier pods of team/one), at most 0 free on one node" in outcome.reason
 
 
 def test_the_render_gate_places_every_pod_where_the_full_plan_does(fleet):

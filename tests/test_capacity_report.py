@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.report_bench import chromium_available, headless_chromium
+from benchmarks.report_bench import browser_missing, chromium_available, headless_chromium
 from compiler.emit.capacity import MIN_HUE_GAP, cluster_map, workload_color, workload_colors
 from compiler.emit.capacity_html import capacity_html
 from compiler.emit.plan_report import plan_markdown
@@ -46,7 +46,7 @@ def test_every_allocated_device_appears_once(plans):
             where = node if len(row.nodes) == 1 else f"{len(row.nodes)} nodes ({row.nodes[0]} and {len(row.nodes) - 1} more)"
             hits = [t for t in titles if t.startswith(f"{where} / {device} (")]
             assert len(hits) == 1, (node, device, hits)
-            assert workload in hits[0].split(": ", 1)[1].split(", pod ")[0].split(" + ")
+            assert workload in hits[0].split(": ", 1)[1].split(", ")[0].split(" + ")
         held = sum(len(row.nodes) for pool in cluster_map(plan).pools for row in pool.rows
                    for gpu in row.gpus for s in gpu.segments if s.holder)
         assert held == len({(node, device) for node, device, _ in allocated})
@@ -132,7 +132,7 @@ def test_a_5000_node_pool_folds_into_a_few_rows(fleet, tmp_path):
     assert pool.nodes == 5000 and len(pool.rows) <= 5
     page = capacity_html(plans, "report")
     assert len(page) < 200_000
-    assert "5000 nodes in" in page and "x3000" in page
+    assert "5000 nodes in" in page and '<span class="count">3000 nodes</span> big-0, big-1, big-2 and 2997 more' in page
 
 
 def test_markdown_summary(plans):
@@ -154,7 +154,8 @@ def test_plan_html_option_writes_the_file(tmp_path):
 
 def test_report_renders_in_headless_chromium(tmp_path, plans):
     """A real browser: no console errors, and the pools and workloads are visible text."""
-    assert chromium_available(), "Debian's chromium and chromium-driver are installed by .ci/run"
+    if not chromium_available():
+        pytest.fail(browser_missing(), pytrace=False)  # one line that says what is missing, not a traceback
     page = tmp_path / "report.html"
     page.write_text(capacity_html(plans, "GPU capacity: example fleet"))
     with headless_chromium(tmp_path / "profile", console_log=True) as driver:
@@ -193,3 +194,34 @@ def test_past_the_detail_limit_rows_fold_by_shape(fleet, monkeypatch):
     assert "held on 7 nodes by team/" in page and "and 2 more</title>" in page
     assert "and 8 more workloads (hover a GPU)" in page and "held, in rows folded by shape" in page
     assert "10 nodes: the first 3 in 3 distinct layouts" in page
+
+
+def test_sharing_shows_as_what_it_is(fleet, tmp_path, monkeypatch):
+    """Time-slicing: one GPU, every pod that shares it named, in bands; fractional memory: one part per claim, as
+    wide as the memory it takes; rows of alike nodes name their nodes and count them; the title names the fleet."""
+    pools = [{"name": "l40s", "nodes": 3, "gpu": {"model": "L40S-48GB", "count": 4}}]
+    path = fleet(clusters=[cluster_doc(kubernetes="1.37", driver="0.5.1", pools=pools)],
+                 workloads={"w.yaml": [workload_doc("frac", replicas=3, gpu={"sharing": "Fractional", "memory": "16Gi"}),
+                                       workload_doc("ts", replicas=3, gpu={"count": 1, "sharing": "TimeSlicing"})]})
+    page = capacity_html(plan_compilation(path), "report")
+    titles = _titles(page)
+    assert "l40s-0 / gpu-2 (L40S): team/ts, shared time-sliced by 3 pods (ts-0, ts-1, ts-2), claim team/ts-" in "\n".join(titles)
+    frac = [t for t in titles if "(fractional)" in t]
+    assert [t.split(": ", 1)[1].split(",")[1] for t in frac] == [" pod frac-0 takes 16Gi of 45.0 GiB of its memory"] + [
+        " pod frac-1 takes 16Gi of 45.0 GiB of its memory", " pod frac-2 takes 16Gi of 45.0 GiB of its memory"]
+    widths = re.findall(r'<rect x="[\d.]+" y="0" width="([\d.]+)" height="30" fill="hsl[^"]*"><title>l40s-0 / gpu-0 \(fractional\)', page)
+    assert len(widths) == 2 and abs(float(widths[0]) - 30 * 16 / 45) < 0.1  # a third of the GPU, not all of it
+    assert page.count('class="share"') == 2 + 3  # two bands' edges on the time-sliced GPU, one edge per fractional part
+    assert '<span class="count">2 nodes</span> l40s-1, l40s-2' in page
+    monkeypatch.chdir(path)
+    assert gpuc("plan", ".", "--html", tmp_path / "r.html").code == 0
+    assert f"<title>GPU capacity: {path.name} (1 cluster)</title>" in (tmp_path / "r.html").read_text()
+
+
+def test_a_missing_browser_is_named_in_one_line(monkeypatch):
+    import benchmarks.report_bench as bench
+
+    monkeypatch.setattr(bench.shutil, "which", lambda name: None if name == "chromedriver" else f"/usr/bin/{name}")
+    message = bench.browser_missing()
+    assert message.startswith("chromedriver not found on PATH") and "apt-get install chromium chromium-driver" in message
+    assert "\n" not in message and not bench.chromium_available()

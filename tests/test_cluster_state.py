@@ -220,3 +220,13 @@ def test_a_running_pod_keeps_its_gpus_and_the_new_work_is_planned_around_it(tmp_
     text = gpuc("plan", fleet, "--cluster", "c1", "--state", export(cluster_items(fleet) + [running], "s2.yaml"))
     assert "h100-0 (running)  gpu: gpu-0, gpu-1, gpu-2, gpu-3" in text.out and "1 running pod(s) kept where they are" in text.out
     assert "by claims already in the cluster: team/llm-7f9c-gpu-x7k2p" in text.out  # why train-1 waits
+
+
+def test_a_pod_that_finds_its_gpus_taken_by_the_fleet_names_the_workloads_holding_them(tmp_path):
+    """Without a state the holders are the fleet's own pods placed before it: the message names them too."""
+    fleet = fleet_of(tmp_path / "f", [workload_doc("train-a", "research", gpu={"count": 8}),
+                                      workload_doc("train-b", "research", gpu={"count": 8}),
+                                      workload_doc("zz-late", gpu={"count": 1})])
+    result = gpuc("plan", fleet, "--cluster", "c1")
+    assert result.code == 1, result.out + result.err
+    assert "16 match, 16 are allocated (16 by earlier pods of research/train-a, research/train-b)" in result.out

@@ -189,6 +189,24 @@ def test_init_scaffolds_a_fleet_that_validates_quietly(tmp_path):
     again = gpuc("init", tmp_path / "fleet")
     assert again.code == 2 and "exists and is not empty" in again.err
     assert gpuc("init", tmp_path / "other", "--cluster", "Prod_East").code == 2 and not (tmp_path / "other").exists()
+    assert (tmp_path / "fleet" / ".gitignore").read_text() == "rendered/\n"  # gpuc writes nothing else into the fleet
+
+
+def test_init_says_what_gpu_cluster_mode_needs(tmp_path):
+    """Switching the scaffold to gpuCluster mode warns about the driver root, and the scaffold's comment and the
+    warning's hint both say what to set; with it set, the fleet validates quietly again."""
+    assert gpuc("init", tmp_path / "fleet", "--cluster", "lab").code == 0
+    path = tmp_path / "fleet" / "clusters" / "lab.yaml"
+    text = path.read_text()
+    assert '"/" when the' in text and "gpuCluster (v26.7+: set nvidiaDriverRoot too)" in text
+    text = text.replace("mode: helm ", "mode: gpuCluster ").replace("version: v25.10.1", "version: v26.7.0")
+    path.write_text(text)
+    warned = gpuc("validate", tmp_path / "fleet")
+    assert warned.code == 0 and "nothing provides one under /run/nvidia/driver" in warned.err
+    assert "nvidiaDriverRoot: /" in warned.err  # the hint
+    path.write_text(text.replace("nvidiaDriverRoot: /run/nvidia/driver", "nvidiaDriverRoot: /"))
+    quiet = gpuc("validate", tmp_path / "fleet")
+    assert quiet.code == 0 and quiet.err == "", quiet.err
 
 
 def test_the_schema_describes_every_field_and_completes_models_and_profiles():
@@ -214,7 +232,7 @@ def test_replicas_that_do_not_fit_are_one_finding_at_replicas(fleet, monkeypatch
     assert result.code == 1
     errors = [line for line in result.err.splitlines() if ": error: spec." in line]
     assert errors == ["workloads/w.yaml:7: error: spec.replicas: 2 of 6 pods of team/train cannot be placed on cluster 'c1' "
-                      "(train-4, train-5): request 'gpu' of train needs 4 free devices on one node: 16 match, 16 are allocated, "
+                      "(train-4, train-5): request 'gpu' of train needs 4 free devices on one node: 16 match, 16 are allocated (16 by earlier pods of team/train), "
                       "at most 0 free on one node"]
     assert "hint: lower replicas to 4 or fewer" in result.err
 

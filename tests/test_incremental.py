@@ -170,3 +170,103 @@ def test_diff_reports_clusters_with_the_same_inputs_unchanged_without_compiling_
     full = gpuc("diff", fleet, "--base", "HEAD", "--no-cache")
     assert sorted(built) == ["a", "a", "b", "b"]
     assert full.out == gpuc("diff", fleet, "--base", "HEAD").out  # the Markdown is the same either way
+
+
+def shared_file_fleet(root: Path) -> Path:
+    """Clusters a and b whose workloads share one file: wa, then wb (a pinned-to-nothing NIM image: a warning
+    about wb's line), then wa2."""
+    from conftest import NIM_SECRETS, cluster_doc, nim_model, workload_doc, write_fleet
+
+    latest = workload_doc("wb", clusters=["b"], model=nim_model(image="nvcr.io/nim/meta/llama-3.1-8b-instruct:latest"),
+                          secrets=NIM_SECRETS, gpu={"count": "auto"})
+    return write_fleet(root, [cluster_doc("a"), cluster_doc("b")],
+                       {"team.yaml": [workload_doc("wa", clusters=["a"], replicas=1, gpu={"count": 1}), latest,
+                                      workload_doc("wa2", clusters=["a"], gpu={"count": 1})]})
+
+
+def test_a_file_shared_by_clusters_rebuilds_only_the_clusters_of_the_changed_document(tmp_path):
+    """The cache keys each cluster on the documents that target it: editing a's workload leaves b's output in
+    place, and findings stay with the document they point into (no stale warning, no stale line number)."""
+    fleet = shared_file_fleet(tmp_path / "fleet")
+    team = fleet / "workloads" / "team.yaml"
+    out = tmp_path / "out"
+    render(fleet, out)
+    inode = {name: os.stat(out / name).st_ino for name in ("a", "b")}
+
+    def check(step: str) -> None:
+        warm = gpuc("render", fleet, "-o", out)
+        cold = gpuc("render", fleet, "-o", tmp_path / step, "--no-cache")
+        assert warm.code == cold.code == 0, warm.err
+        assert tree(out) == tree(tmp_path / step), step
+        assert warm.err.replace(str(out), "OUT") == cold.err.replace(str(tmp_path / step), "OUT"), step
+
+    team.write_text(team.read_text().replace("replicas: 1", "replicas: 2"))  # wa, same lines
+    check("replicas")
+    assert os.stat(out / "b").st_ino == inode["b"] and os.stat(out / "a").st_ino != inode["a"]
+    team.write_text(team.read_text().replace("  replicas: 2\n", "  replicas: 2\n  # doubled for the launch\n", 1))
+    check("shifted")  # wa grew a line: wb's warning moved down one, so b is rebuilt
+    team.write_text(team.read_text().replace(":latest", ":1.8.3"))  # wb fixed: a's entry holds no warning of wb's
+    a_now = os.stat(out / "a").st_ino
+    check("fixed")
+    assert os.stat(out / "a").st_ino == a_now and "latest" not in gpuc("render", fleet, "-o", out).err
+
+
+def test_a_workload_targeting_an_unknown_cluster_is_reported_even_when_every_cluster_is_cached(setup):
+    fleet, out, _ = setup
+    render(fleet, out)
+    (fleet / "workloads" / "typo.yaml").write_text(
+        "apiVersion: gpuc.dev/v1alpha1\nkind: GpuWorkload\nmetadata: {name: probe, namespace: research}\n"
+        "spec:\n  clusters: [lba]\n  gpu: {count: 1}\n")
+    result = gpuc("render", fleet, "-o", out)
+    assert result.code == 2 and "unknown cluster 'lba'" in result.err
+
+
+def test_each_document_has_a_digest_of_its_own_lines_and_position():
+    from compiler.cache.keys import scan
+
+    text = ("# team file\nkind: GpuWorkload\nmetadata: {name: a}\nspec: {clusters: [x]}\n---\n"
+            "kind: GpuWorkload\nmetadata: {name: b}\nspec: {clusters: [y]}\n")
+    base = scan(text.encode())
+    assert base is not None and [(d.name, d.index) for d in base] == [("a", 0), ("b", 1)]
+    edited = scan(text.replace("clusters: [x]}", "clusters: [x], replicas: 2}").encode())
+    assert edited is not None and edited[0].span != base[0].span and edited[1].span == base[1].span
+    longer = scan(text.replace("# team file\n", "# team file\n# owned by team x\n").encode())
+    assert longer is not None and longer[1].span != base[1].span  # same text, other line numbers
+    emptied = scan(text.replace("---\n", "---\n---\n").encode())  # an empty document: b is now document 2
+    assert emptied is not None and emptied[1].index == 2
+    for odd in (text.replace("\n", "\r"), "%YAML 1.1\n---\n" + text):  # line breaks or directives of the whole file
+        spans = scan(odd.encode())
+        assert spans is not None and spans[0].span == spans[1].span
+
+
+def test_a_workload_parked_on_no_cluster_is_checked_by_every_build(tmp_path):
+    """`clusters: []` targets no cluster, so no key would hold it: it is an input of every cluster instead, and
+    a mistake in it still fails the warm render as it fails a cold one."""
+    fleet = shared_file_fleet(tmp_path / "fleet")
+    parked = fleet / "workloads" / "parked.yaml"
+    parked.write_text("apiVersion: gpuc.dev/v1alpha1\nkind: GpuWorkload\nmetadata: {name: parked, namespace: team}\n"
+                      "spec:\n  clusters: []\n  gpu: {count: 1}\n")
+    out = tmp_path / "out"
+    render(fleet, out)
+    parked.write_text(parked.read_text().replace("count: 1", "count: 1, sharng: MPS"))
+    warm, cold = gpuc("render", fleet, "-o", out), gpuc("render", fleet, "-o", tmp_path / "cold", "--no-cache")
+    assert warm.code == cold.code == 2 and "unknown field 'sharng'" in warm.err
+    assert warm.err.replace(str(out), "OUT") == cold.err.replace(str(tmp_path / "cold"), "OUT")
+
+
+def test_a_device_class_in_a_shared_file_is_keyed_by_its_document(tmp_path):
+    """Every cluster reads the device classes, but by their documents: editing a workload next to a class in
+    the same file rebuilds that workload's cluster only; editing the class rebuilds them all."""
+    fleet = shared_file_fleet(tmp_path / "fleet")
+    team = fleet / "workloads" / "team.yaml"
+    team.write_text("apiVersion: gpuc.dev/v1alpha1\nkind: GpuDeviceClass\nmetadata: {name: big.example.com}\n"
+                    "spec:\n  require: {minMemory: 79Gi}\n---\n" + team.read_text())
+    out = tmp_path / "out"
+    render(fleet, out)
+    b = os.stat(out / "b").st_ino
+    team.write_text(team.read_text().replace("replicas: 1", "replicas: 2"))  # wa, on a
+    render(fleet, out)
+    assert os.stat(out / "b").st_ino == b and tree(out) == fresh(fleet, tmp_path / "one")
+    team.write_text(team.read_text().replace("minMemory: 79Gi", "minMemory: 70Gi"))
+    render(fleet, out)
+    assert os.stat(out / "b").st_ino != b and tree(out) == fresh(fleet, tmp_path / "two")

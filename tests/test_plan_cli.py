@@ -96,7 +96,7 @@ def test_plan_exits_1_and_says_why(fleet):
     result = gpuc("plan", _crowded(fleet))
     assert result.code == 1
     assert "  2 of 3 pods placed, 1 cannot be placed" in result.out
-    assert ("    team/llm llm-2: request 'gpu' of llm needs 4 free devices on one node: 8 match, 8 are allocated, "
+    assert ("    team/llm llm-2: request 'gpu' of llm needs 4 free devices on one node: 8 match, 8 are allocated (8 by earlier pods of team/llm), "
             "at most 0 free on one node") in result.out
     report = json.loads(gpuc("plan", _crowded(fleet), "--output", "json").out)
     assert report["ok"] is False and report["clusters"][0]["feasible"] is False

@@ -6,6 +6,7 @@ stacks/Pulumi.<cluster>.yaml; what it registers is compared with the tree `gpuc 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -204,3 +205,23 @@ def test_compiler_warnings_reach_pulumi(tmp_path):
 def test_node_labels_are_exported(cluster, rendered, runs):
     assert runs[cluster].outputs["cluster"] == cluster
     assert runs[cluster].outputs["nodeLabels"] == yaml.safe_load((rendered / cluster / "node-labels.yaml").read_text())
+
+
+def test_a_crd_setting_answers_the_unchecked_crds_warning(tmp_path):
+    """gpuc:crds is render's --crds: without the example's acknowledgement the warning appears, and the operators'
+    CRDs answer it (as one directory, or as a list); a directory that is not there stops the run."""
+    import shutil
+
+    from check_support import DRA_CRDS, GPU_OPERATOR_CRDS, NIM_CRDS
+
+    fleet = shutil.copytree(EXAMPLES, tmp_path / "fleet")
+    prod = fleet / "clusters" / "prod-east.yaml"
+    prod.write_text(prod.read_text().split("  acknowledge:")[0])
+    config = {**stack_config("prod-east"), "gpuc:fleet": str(fleet)}
+    assert any("[unchecked-crds]" in w for w in run_stack("prod-east", config).warnings())
+    every = json.dumps([str(NIM_CRDS), str(GPU_OPERATOR_CRDS), str(DRA_CRDS)])
+    assert not any("[unchecked-crds]" in w for w in run_stack("prod-east", {**config, "gpuc:crds": every}).warnings())
+    one = [w for w in run_stack("prod-east", {**config, "gpuc:crds": str(NIM_CRDS)}).warnings() if "[unchecked-crds]" in w]
+    assert one and "NIMCache" not in one[0]  # NIM's kinds are checked now; ComputeDomain still is not
+    with pytest.raises(Exception, match="gpuc:crds .*nowhere is not a directory"):
+        run_stack("prod-east", {**config, "gpuc:crds": str(tmp_path / "nowhere")})

@@ -94,11 +94,12 @@ def test_a_healthy_cluster_is_all_ok(cluster, tmp_path):
     bad = [f for f in report["checks"] if f["level"] != "ok"]
     assert code == 0 and not bad, bad
     checks = {f["check"] for f in report["checks"]}
-    assert checks == {"dra-api", "device-classes", "cdi", "resource-slices", "device-plugin", "mig-config", "claims", "nim",
-                      "compute-domains", "placement", "drift"}
+    assert checks == {"dra-api", "kubernetes-version", "device-classes", "cdi", "resource-slices", "device-plugin", "mig-config",
+                      "claims", "nim", "compute-domains", "placement", "drift"}  # every check says something, ok included
+    assert levels(report, "kubernetes-version") == [("ok", "the 5 node(s) run kubelet 1.34, as the Cluster's kubernetesVersion says")]
     text = gpuc("status", root, "--cluster", "c1", "--state", tmp_path / "state.yaml")
     assert text.code == 0
-    assert "  ok    cdi              ClusterPolicy cluster-policy has CDI enabled" in text.out
+    assert "  ok    cdi                 ClusterPolicy cluster-policy has CDI enabled" in text.out
     assert text.out.rstrip().endswith(f"  {len(report['checks'])} ok")
 
 
@@ -160,8 +161,14 @@ def nim_pending(items):
 
 
 def nim_failed(items):
+    """The conditions k8s-nim-operator v3.1.2 sets (internal/controller/nimcache_controller.go): a failure is a
+    condition that is True and carries the error; a step not reached is one that is False."""
     nim = _find(items, "NIMCache")
-    nim["status"] = {"state": "Failed", "conditions": [{**READY, "status": "False", "reason": "Failed", "message": "401 from NGC"}]}
+    nim["status"] = {"state": "Failed", "conditions": [
+        {**READY, "type": "NIM_CACHE_JOB_PENDING", "status": "True", "reason": "JobPending", "message": "The Job to cache NIM is in pending state"},
+        {**READY, "type": "NIM_CACHE_RECONCILE_FAILED", "status": "True", "reason": "ReconcileFailed",
+         "message": "failed to get model manifest: 401 Unauthorized"},
+        {**READY, "type": "NIM_CACHE_JOB_COMPLETED", "status": "False", "reason": "JobFailed", "message": "The Job to cache NIM has failed"}]}
 
 
 def domain_not_ready(items):
@@ -214,7 +221,8 @@ BROKEN = [
     (device_plugin_too, "device-plugin", "fail", "both hand out the same GPUs: h100-0 (8)"),
     (pending_claim, "claims", "fail", "1 of gpuc's 1 claim(s) are pending"),
     (nim_pending, "nim", "fail", "NIMService serving/chat is NotReady: its claims are chat-0-gpu-x7k2p pending"),
-    (nim_failed, "nim", "fail", "is Failed (Failed: 401 from NGC)"),
+    (nim_failed, "nim", "fail", "is Failed (ReconcileFailed: failed to get model manifest: 401 Unauthorized; "
+                                "JobFailed: The Job to cache NIM has failed)"),
     (domain_not_ready, "compute-domains", "fail", "node(s) gb200-1 NotReady"),
     (mig_failed, "mig-config", "fail", "the MIG Manager failed to apply the layout on a100-0"),
     (mig_unlabelled, "mig-config", "fail", "a100-0 (unset)"),
@@ -298,7 +306,7 @@ def test_the_export_command_names_every_kind_gpuc_reads():
     from compiler.cli import STATUS_EXPORT
 
     listed = STATUS_EXPORT.split()[2].split(",")
-    assert sorted(listed) == sorted(k.plural for k in state_kinds() if not k.managed_only)
+    assert sorted(listed) == sorted(k.plural for k in state_kinds())  # drift compares the mig-parted ConfigMap too
 
 
 def test_an_object_no_api_server_would_return_is_a_warning_not_a_crash(cluster, tmp_path):

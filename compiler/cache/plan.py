@@ -48,7 +48,8 @@ class BuildPlan:
     index: Index
     order: list[str]  # the clusters to build, in the fleet's order
     keys: dict[str, str]
-    needs: dict[str, set[str]]  # cluster -> workload files its build reads
+    needs: dict[str, set[str]]  # cluster -> workload files its build reads (those holding its documents)
+    documents: dict[str, set[tuple[str, int]]] = field(default_factory=dict)  # cluster -> (file, index) of its workloads
     hits: dict[str, Entry] = field(default_factory=dict)
     clusters: tuple[str, ...] = ()  # every cluster of the fleet (order is those to build)
     class_files: frozenset[str] = frozenset()  # files holding GpuDeviceClasses: every build reads them
@@ -115,6 +116,9 @@ def _scan_fleet(root: Path, old: Index) -> Index | None:
     return index
 
 
+Place = tuple[str, int, str]  # a document: (file, index in the file, digest of its lines)
+
+
 def plan_build(root: Path, settings: Settings, store: CacheStore, tree: Path | None) -> BuildPlan | None:
     """Which clusters the cache has, verified against `tree` (the output directory, or --previous; None:
     nothing on disk to match, as for `validate` without --previous). None: build everything."""
@@ -124,9 +128,8 @@ def plan_build(root: Path, settings: Settings, store: CacheStore, tree: Path | N
     cluster_files = [(p, sha) for p, (sha, _) in sorted(index.files.items()) if p.startswith("clusters/")]
     clusters: dict[str, DocRef] = {}
     seen: set[tuple[str, str, str]] = set()
-    class_files: list[tuple[str, str]] = []
-    targets: dict[str, set[str]] = {}
-    for rel, (sha, refs) in sorted(index.files.items()):
+    classes: set[Place] = set()  # every GpuDeviceClass document: an input of every cluster
+    for rel, (_, refs) in sorted(index.files.items()):
         for ref in refs:
             key = (ref.kind, ref.namespace, ref.name)
             if key in seen or (rel.startswith("clusters/") != (ref.kind == "Cluster")):
@@ -135,27 +138,52 @@ def plan_build(root: Path, settings: Settings, store: CacheStore, tree: Path | N
             if ref.kind == "Cluster":
                 clusters[ref.name] = ref
             elif ref.kind == "GpuDeviceClass":
-                class_files.append((rel, sha))
-            elif ref.kind == "GpuWorkload":
-                targets.setdefault(rel, set()).update(ref.clusters if ref.clusters is not None else {"*"})
-            else:
+                classes.add((rel, ref.index, ref.span))
+            elif ref.kind != "GpuWorkload":
                 return None
+    inputs = _workload_inputs(index, list(clusters))
+    if inputs is None:
+        return None
+    docs, files, near = inputs
     common = value_digest({"build": build_digest(), "options": settings.options, "crds": [tree_digest(d) for d in settings.crds]})
     order = [n for n in clusters if settings.only is None or n == settings.only]
-    plan = BuildPlan(index, order, {}, {}, clusters=tuple(clusters), class_files=frozenset(rel for rel, _ in class_files))
-    needs = {name: {rel for rel, names in targets.items() if name in names or "*" in names} for name in clusters}
+    plan = BuildPlan(index, order, {}, {}, clusters=tuple(clusters), class_files=frozenset(rel for rel, _, _ in classes))
     for name in order:
-        # a workload file of this cluster that also targets others carries findings about those clusters too,
-        # which their own workloads shape (derived gates): their files are inputs of this entry as well
-        near = set().union(*({n for n in clusters if n in targets[rel] or "*" in targets[rel]} for rel in needs[name]))
-        read = set().union(needs[name], *(needs[n] for n in near))
+        # a workload that also targets other clusters carries findings about them too, which their own workloads
+        # shape (derived gates, sizing): their documents are inputs of this entry as well
+        read = sorted(set().union(*(docs[n] for n in near[name])))
         own_crds = clusters[name].crds
-        plan.needs[name] = needs[name]
-        plan.keys[name] = value_digest([common, name, cluster_files, sorted(class_files),
-                                        sorted((rel, index.files[rel][0]) for rel in read),
+        plan.needs[name] = files[name]
+        plan.documents[name] = {(rel, at) for rel, at, _ in docs[name]}
+        plan.keys[name] = value_digest([common, name, cluster_files, sorted(classes), read,
                                         tree_digest(root / own_crds) if own_crds else None])
         entry = store.entry(name, plan.keys[name])
         if entry is not None and (tree is None or _same_tree(tree / name, entry)):
             plan.hits[name] = entry
     plan.notes = list(store.notes)
     return plan
+
+
+def _workload_inputs(index: Index, clusters: list[str]
+                     ) -> tuple[dict[str, set[Place]], dict[str, set[str]], dict[str, set[str]]] | None:
+    """Per cluster: the workload documents that target it, the files holding them (what its build reads), and
+    the clusters it shares a document with. A cluster's key holds its documents, not whole files: a change to
+    one workload rebuilds the clusters it targets (before and after the change: the old document is in the
+    old keys), however many others its file serves. A document targeting no cluster is an input of every
+    cluster (any build checks it); one naming a cluster the fleet lacks is an error the full build reports."""
+    docs: dict[str, set[Place]] = {n: set() for n in clusters}
+    files: dict[str, set[str]] = {n: set() for n in clusters}
+    near: dict[str, set[str]] = {n: {n} for n in clusters}
+    for rel, (_, refs) in sorted(index.files.items()):
+        for ref in refs:
+            if ref.kind != "GpuWorkload":
+                continue
+            names = clusters if ref.clusters is None else list(ref.clusters)
+            if any(n not in docs for n in names):
+                return None
+            for n in names or clusters:
+                docs[n].add((rel, ref.index, ref.span))
+                files[n].add(rel)
+            for n in names:
+                near[n].update(names)
+    return docs, files, near

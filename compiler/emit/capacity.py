@@ -11,11 +11,14 @@ that keeps the page small enough to open quickly, with the holders counted in th
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
+from ..cel.quantity import parse_quantity
 from ..facts.driver import gpu_driver
 from ..place.allocator import AllocationPlan
 from ..place.inventory import Device
@@ -23,6 +26,7 @@ from ..place.inventory import Device
 GPU_DRIVER = gpu_driver()
 _SLICE = re.compile(r"^(?:memorySlice|memory-slice-)(\d+)$")
 DETAIL_ROWS = 200  # distinct node rows drawn workload by workload; past this, rows fold by shape
+MIB = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,9 @@ class Holder:
     claim: str
     request: str
     device: str
+    pods: tuple[str, ...] = ()  # every pod using the device through this claim (a shared claim: several)
+    sharing: str = ""  # how those pods share it: TimeSlicing, MPS, Shared (the workload's gpu.sharing)
+    memory: str = ""  # what a fractional claim takes of the GPU's memory ("16Gi of 46068Mi")
 
 
 @dataclass
@@ -150,26 +157,50 @@ def _label(device: Device) -> str:
     return str(attrs.get("productName", device.name)).removeprefix("NVIDIA ")
 
 
-def _holders(plan: AllocationPlan) -> dict[tuple[str, str], Holder]:
-    """(pool, device name) -> who holds it (pool = the node, for node-local DRA pools)."""
-    held: dict[tuple[str, str], Holder] = {}
+def _sharing(origin: Any) -> str:
+    """The workload's gpu.sharing, read off its document (the plan keeps the intent it came from)."""
+    gpu = ((getattr(origin, "value", None) or {}).get("spec") or {}).get("gpu") or {}
+    return str(gpu.get("sharing") or "") if isinstance(gpu, dict) else ""
+
+
+def _holders(plan: AllocationPlan) -> dict[tuple[str, str], list[Holder]]:
+    """(pool, device name) -> who holds it (pool = the node, for node-local DRA pools): one holder per claim, which
+    names every pod using it; several when claims share a device by capacity (fractional memory)."""
+    held: dict[tuple[str, str], list[Holder]] = {}
     for pod in plan.pods:
         for claim in pod.claims:
             for d in claim.devices:
                 if d.driver != GPU_DRIVER:
                     continue
-                key = (d.pool, d.device)
-                known = held.get(key)
-                if known is not None and pod.workload not in known.workload.split(" + "):
-                    # a shared claim: one device, several workloads (its first pod stays the example)
-                    names = " + ".join(sorted(known.workload.split(" + ") + [pod.workload]))
-                    held[key] = Holder(names, known.pod, known.claim, known.request, known.device)
-                elif known is None:
-                    held[key] = Holder(pod.workload, pod.pod, claim.claim, d.request, d.device)
+                holders = held.setdefault((d.pool, d.device), [])
+                known = next((h for h in holders if h.claim == claim.claim), None)
+                if known is None:
+                    memory = dict(d.consumed).get("memory", "")
+                    holders.append(Holder(pod.workload, pod.pod, claim.claim, d.request, d.device, (pod.pod,), _sharing(pod.origin),
+                                          memory))
+                elif pod.pod not in known.pods:  # a shared claim: one device, several pods (and perhaps workloads)
+                    names = " + ".join(sorted(set(known.workload.split(" + ")) | {pod.workload}))
+                    holders[holders.index(known)] = dataclasses.replace(known, workload=names, pods=(*known.pods, pod.pod))
     return held
 
 
-def _node_gpus(devices: list[Device], pool_of: dict[int, str], held: dict[tuple[str, str], Holder]) -> list[PhysicalGpu]:
+def _memory_segments(device: Device, holders: list[Holder]) -> tuple[int, list[Segment]] | None:
+    """A GPU shared by capacity: one segment per claim, as wide as the memory it takes (MiB), or None when the
+    claims name no amount."""
+    total = device.capacity.get(GPU_DRIVER, {}).get("memory")
+    if total is None or not holders or not all(h.memory for h in holders):
+        return None
+    size = max(1, total.bytes // MIB)
+    of = "{h.memory} of " + f"{total.bytes / MIB / 1024:.1f} GiB"
+    segments, start = [], 0
+    for h in holders:
+        taken = min(size - start, max(1, parse_quantity(h.memory).bytes // MIB))
+        segments.append(Segment(device.name, "fractional", start, taken, dataclasses.replace(h, memory=of.format(h=h))))
+        start += taken
+    return size, segments
+
+
+def _node_gpus(devices: list[Device], pool_of: dict[int, str], held: dict[tuple[str, str], list[Holder]]) -> list[PhysicalGpu]:
     gpus: dict[str, PhysicalGpu] = {}
     for device in devices:
         attrs = device.attributes.get(GPU_DRIVER, {})
@@ -181,9 +212,14 @@ def _node_gpus(devices: list[Device], pool_of: dict[int, str], held: dict[tuple[
         gpu = gpus.get(key)
         if gpu is None:
             gpu = gpus[key] = PhysicalGpu(key, device.name.split("-mig-")[0], 1)
-        holder = held.get((pool_of[device.index], device.name))
+        holders = held.get((pool_of[device.index], device.name), [])
+        holder = holders[0] if holders else None
         if kind == "gpu" and not device.consumes:
-            gpu.segments.append(Segment(device.name, _label(device), 0, 1, holder))
+            shared = _memory_segments(device, holders) if device.multi else None
+            if shared is not None:
+                gpu.slices, gpu.segments = shared
+            else:
+                gpu.segments.append(Segment(device.name, _label(device), 0, 1, holder))
             continue
         if kind == "gpu":  # DynamicMIG: the whole GPU, as an alternative to its placements
             gpu.slices = max(gpu.slices, (slices[-1] + 1) if slices else 1)

@@ -32,7 +32,7 @@ h3{font-size:15px;margin:18px 0 6px}small,.meta{color:#59636e}nav a{margin-right
 .bar .fill{position:absolute;top:0;bottom:0;left:0;background:#2f81f7}
 .held{font-size:12px;color:#59636e;margin:4px 0 8px}.held b{color:#1f2328;font-weight:600}
 .row{display:flex;align-items:center;gap:12px;margin:3px 0}.nodes{width:260px;flex:none;font:12px ui-monospace,monospace;overflow-wrap:anywhere}
-.count{font-weight:600;color:#0969da}svg .gpu{fill:none;stroke:#8c959f;stroke-width:1}
+.count{font-weight:600;color:#0969da}svg .gpu{fill:none;stroke:#8c959f;stroke-width:1}svg .share{stroke:#fff;stroke-width:1.5}
 .unplaced li{margin:4px 0}.unplaced code{background:#fff1f0;padding:1px 4px;border-radius:3px}
 .note{color:#59636e;font-size:12px}details summary{cursor:pointer;color:#0969da;margin:6px 0}
 """
@@ -54,6 +54,11 @@ def _title(segment: Segment, gpu: PhysicalGpu, row: NodeRow) -> str:
         return f"{base}: free"
     h = segment.holder
     example = " (e.g.)" if len(row.nodes) > 1 else ""
+    if len(h.pods) > 1:  # one claim, several pods: time-slicing, MPS or a shared claim
+        how = {"TimeSlicing": "time-sliced", "MPS": "through MPS"}.get(h.sharing, "through one shared claim")
+        return f"{base}: {h.workload}, shared {how} by {len(h.pods)} pods{example} ({', '.join(h.pods)}), claim {h.claim}"
+    if h.memory:
+        return f"{base}: {h.workload}, pod {h.pod}{example} takes {h.memory} of its memory, claim {h.claim}"
     return f"{base}: {h.workload}, pod {h.pod}{example}, claim {h.claim}, request {h.request}"
 
 
@@ -69,13 +74,22 @@ def _gpu_svg(gpu: PhysicalGpu, row: NodeRow, x: int, colors: dict[str, str]) -> 
         stroke = ' stroke="#adb5bd" stroke-width="0.5"' if not s.held and gpu.slices > 1 else ""
         parts.append(f'<rect x="{s.start * width:.2f}" y="0" width="{s.size * width:.2f}" height="{GPU_H}" fill="{fill}"{stroke}>'
                      f"<title>{escape(_title(s, gpu, row))}</title></rect>")
+        if s.holder is not None and len(s.holder.pods) > 1:  # one band per pod sharing it
+            parts += [f'<line class="share" x1="{s.start * width:.2f}" x2="{(s.start + s.size) * width:.2f}" '
+                      f'y1="{GPU_H * i / len(s.holder.pods):.2f}" y2="{GPU_H * i / len(s.holder.pods):.2f}"/>'
+                      for i in range(1, len(s.holder.pods))]
+        elif s.holder is not None and s.holder.memory:  # a fractional share: its edge
+            parts.append(f'<line class="share" x1="{(s.start + s.size) * width:.2f}" x2="{(s.start + s.size) * width:.2f}" '
+                         f'y1="0" y2="{GPU_H}"/>')
     parts.append(f'<rect class="gpu" x="0.5" y="0.5" width="{GPU_W - 1}" height="{GPU_H - 1}"/></g>')
     return "".join(parts)
 
 
 def _row(row: NodeRow, colors: dict[str, str]) -> str:
-    names = escape(row.nodes[0]) if len(row.nodes) == 1 else (
-        f'{escape(row.nodes[0])} and {len(row.nodes) - 1} more <span class="count">x{len(row.nodes)}</span>')
+    """Nodes held alike share a row: named (the first three) and counted."""
+    shown = ", ".join(escape(n) for n in row.nodes[:3]) + (f" and {len(row.nodes) - 3} more" if len(row.nodes) > 3 else "")
+    names = shown if len(row.nodes) == 1 else f'<span class="count">{len(row.nodes)} nodes</span> {shown}'
+
     width = max(1, len(row.gpus)) * (GPU_W + GAP)
     gpus = "".join(_gpu_svg(g, row, i * (GPU_W + GAP), colors) for i, g in enumerate(row.gpus))
     return (f'<div class="row"><div class="nodes">{names}</div>'
@@ -127,6 +141,10 @@ def _cluster(cmap: ClusterMap, colors: dict[str, str]) -> str:
         legend += f"<span>and {len(cmap.workloads) - LEGEND_MAX} more workloads (hover a GPU)</span>"
     if any(r.by_shape for p in cmap.pools for r in p.rows):
         legend += f'<span><i class="sw" style="background:{FOLDED}"></i>held, in rows folded by shape</span>'
+    if any(s.holder is not None and (len(s.holder.pods) > 1 or s.holder.memory)
+           for p in cmap.pools for r in p.rows for g in r.gpus for s in g.segments):
+        legend += ('<span class="note">a GPU split into bands: pods sharing it (time-slicing, MPS, a shared claim); '
+                   "into widths: the memory each fractional claim takes</span>")
     legend += f'<span><i class="sw" style="background:{FREE};outline:1px solid #adb5bd"></i>free</span>'
     pools = "".join(_pool(p, colors) for p in cmap.pools)
     unplaced = ""

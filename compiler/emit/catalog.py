@@ -27,12 +27,13 @@ def catalog_data() -> dict[str, Any]:
             "nvlink": m.nvlink, "multiNodeNvlink": m.multi_node_nvlink,
             "migProfiles": _profiles(m),
         } for key, m in catalog.gpu_models().items()],
-        "draDriverLines": [{"line": line.id, "versions": line.versions, "chart": f"{line.chart_repository}/{line.chart_name}",
+        "draDriverLines": [{"line": line.id, "versions": line.versions, "releases": list(line.releases),
+                            "chart": f"{line.chart_repository}/{line.chart_name}",
                             "image": line.image} for line in sorted(driver_lines().values(), key=lambda x: x.order)],
         "kubernetesVersions": [{"version": version, "resourceApi": entry["version"],
                                 "draGatesOnByDefault": sorted(n for n, g in gates.items() if g.on_by_default(int(version.split(".")[1])))}
                                for version, entry in kubernetes.items()],
-        "gpuOperator": {"gpuClusterModeSince": gpu_operator()["gpuCluster"]["since"]},
+        "gpuOperator": {"releases": list(gpu_operator()["releases"]), "gpuClusterModeSince": gpu_operator()["gpuCluster"]["since"]},
         "nimOperator": {"chart": nim_operator()["chart"]["name"]},
         "providers": [{"provider": p.key, "name": p.name, "draNodeLabels": dict(p.dra_node_labels), "nodeSetup": p.node_setup,
                        "criticalPodsQuota": p.critical_pods_quota, "docs": p.docs} for p in providers().values()],
@@ -47,11 +48,14 @@ def catalog_text(data: dict[str, Any]) -> str:
         nvlink = {"mnnvl": "multi-node NVLink", "nvswitch": "NVSwitch", "none": "no NVLink"}.get(m["nvlink"], m["nvlink"])
         lines.append(f"  {m['model'].ljust(width)}  {m['productName']}, {m['architecture']}, {m['memoryMiB'] // 1024} GiB, {nvlink}; {mig}")
     lines += ["", "DRA driver lines (draDriver.version):"]
-    lines += [f"  {d['line'].ljust(5)}  {d['versions'].ljust(7)}  chart {d['chart']}" for d in data["draDriverLines"]]
+    lines += [f"  {d['line'].ljust(5)}  {d['versions'].ljust(7)}  releases {', '.join(d['releases'])}; chart {d['chart']}"
+              for d in data["draDriverLines"]]
     lines += ["", "Kubernetes versions (kubernetesVersion):"]
     for k in data["kubernetesVersions"]:
         lines.append(f"  {k['version']}  {k['resourceApi']}; DRA gates on by default: {', '.join(k['draGatesOnByDefault']) or 'none'}")
-    lines += ["", f"GPU Operator: gpuOperator.mode gpuCluster from {data['gpuOperator']['gpuClusterModeSince']}"]
+    lines += ["", "GPU Operator releases (gpuOperator.version; another version is a warning):",
+              "  " + ", ".join(data["gpuOperator"]["releases"]),
+              f"  gpuOperator.mode gpuCluster from {data['gpuOperator']['gpuClusterModeSince']}"]
     lines += ["", "Managed Kubernetes (spec.provider): what a DRA pool needs there"]
     for p in data["providers"]:
         needs = [f"node labels {', '.join(f'{k}={v}' for k, v in p['draNodeLabels'].items())}"] if p["draNodeLabels"] else []

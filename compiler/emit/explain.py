@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..check.gate import CompiledFleet
+from ..diagnostics import Diagnostic
 from ..lower.graph import CompiledCluster
 from ..plan import WorkloadPlan
 from ..plan.sizing import GIB, Sizing, floor_text
@@ -37,6 +38,25 @@ def sizing_lines(s: Sizing) -> list[str]:
     else:
         lines.append("=> does not fit: no pool has GPUs large enough, even at 8 per " + ("node" if s.nodes > 1 else "replica"))
     return lines
+
+
+def explain_warnings(compilation: CompiledFleet, workload_ref: str, data: dict[str, Any]) -> list[Diagnostic]:
+    """The warnings that concern this workload: about its own document, and about the Cluster of a cluster it
+    runs on, except a CRD left unchecked for kinds it does not make (another workload's NIM is not its
+    business). Warnings about other workloads and files are `gpuc validate`'s to show."""
+    fleet = compilation.fleet
+    intent = fleet.workload(workload_ref)
+    assert intent is not None
+    mine = {fleet.clusters[c["cluster"]].source.file for c in data["clusters"] if c["cluster"] in fleet.clusters}
+    kinds = {obj.split(" ", 1)[0] for c in data["clusters"] for obj in c["objects"]}
+    out = []
+    for w in compilation.warnings:
+        if w.file in mine:
+            if w.code != "unchecked-crds" or any(f"{kind} (" in w.message for kind in kinds):
+                out.append(w)
+        elif fleet.document_at(w.file, w.line) is intent:
+            out.append(w)
+    return out
 
 
 def explain_data(compilation: CompiledFleet, workload_ref: str) -> dict[str, Any]:

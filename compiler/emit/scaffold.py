@@ -13,9 +13,10 @@ spec:
   kubernetesVersion: "{kubernetes}"              # quoted: YAML reads 1.30 as the number 1.3
   draDriver:
     version: "{driver}"                     # the NVIDIA DRA driver release the cluster runs
-    nvidiaDriverRoot: /run/nvidia/driver      # "/" when the GPU driver is installed on the hosts
+    nvidiaDriverRoot: /run/nvidia/driver      # where the GPU Operator's driver container puts it; "/" when the
+                                              # hosts carry the driver (gpuCluster mode installs none)
   gpuOperator:
-    mode: helm                                # helm | patch | gpuCluster (v26.7+) | none
+    mode: helm                                # helm | patch | gpuCluster (v26.7+: set nvidiaDriverRoot too) | none
     version: {operator}
   # crds: crds                                # a directory of the operators' CRDs: the output checks use them
   nodePools:
@@ -43,7 +44,7 @@ spec:
     count: 1                                  # or: mig, sharing, memory, alternatives, multiNode (see the README)
 """
 
-GITIGNORE = "rendered/\n.gpuc-cache/\n"
+GITIGNORE = "rendered/\n"  # the incremental build's cache lives outside the fleet ($XDG_CACHE_HOME/gpuc)
 
 
 def scaffold(fleet: str, cluster: str, kubernetes: str, driver: str, operator: str, pool: str, model: str) -> dict[str, str]:

@@ -27,6 +27,7 @@ class DriverLine:
     id: str
     order: int
     versions: str
+    releases: tuple[str, ...]  # the tags gpuc knows of this line
     chart_name: str
     chart_repository: str
     image: str
@@ -59,6 +60,7 @@ def driver_lines() -> dict[str, DriverLine]:
             id=entry["id"],
             order=entry["order"],
             versions=entry["versions"],
+            releases=tuple(entry["releases"]),
             chart_name=entry["chart"]["name"],
             chart_repository=entry["chart"]["repository"],
             image=entry["image"],

@@ -113,10 +113,12 @@ def read_documents(path: Path, display: str) -> list[SourceDoc]:
 
 
 def load_fleet(root: str | os.PathLike[str], meanwhile: Meanwhile | None = None,
-               read_files: ReadFiles = read_serially, select: Callable[[str], bool] | None = None) -> FleetFiles:
+               read_files: ReadFiles = read_serially, select: Callable[[str], bool] | None = None,
+               keep: Callable[[SourceDoc], bool] | None = None) -> FleetFiles:
     """Every document of the fleet, parsed by `read_files`; `meanwhile` runs while it parses the
     workload files elsewhere (see Meanwhile), and is not run when they are parsed here. `select` (given a
-    workload file's fleet-relative path) leaves out files an incremental build does not need."""
+    workload file's fleet-relative path) leaves out files an incremental build does not need, and `keep`
+    the documents of the files it reads that it does not need (they are neither checked nor built)."""
     root = Path(root)
     if not root.is_dir():
         what = "is a file, not a fleet directory" if root.exists() else "fleet directory does not exist"
@@ -134,7 +136,8 @@ def load_fleet(root: str | os.PathLike[str], meanwhile: Meanwhile | None = None,
         if hook is not None:
             read_along.append(hook)
 
-    def collect(files: list[Path], overlap: Callable[[], None] | None = None) -> list[SourceDoc]:
+    def collect(files: list[Path], overlap: Callable[[], None] | None = None, keep: Callable[[SourceDoc], bool] | None = None
+                ) -> list[SourceDoc]:
         readable = []
         for file in files:
             display = file.relative_to(root).as_posix()
@@ -146,10 +149,11 @@ def load_fleet(root: str | os.PathLike[str], meanwhile: Meanwhile | None = None,
         docs: list[SourceDoc] = []
         for ok, parsed in read_files(readable, read_documents, overlap):
             if ok:
-                docs.extend(parsed)  # type: ignore[arg-type]
+                kept: list[SourceDoc] = [d for d in parsed if keep is None or keep(d)]  # type: ignore[misc,arg-type]
+                docs.extend(kept)
                 for hook in read_along:
-                    for doc in parsed:
-                        hook(doc)  # type: ignore[arg-type]
+                    for doc in kept:
+                        hook(doc)
             else:
                 findings.extend(parsed)  # type: ignore[arg-type]
         return docs
@@ -158,6 +162,6 @@ def load_fleet(root: str | os.PathLike[str], meanwhile: Meanwhile | None = None,
     workload_files = yaml_files(root / "workloads", recursive=True)
     if select is not None:
         workload_files = [f for f in workload_files if select(f.relative_to(root).as_posix())]
-    workloads = collect(workload_files, start_meanwhile if meanwhile else None)
+    workloads = collect(workload_files, start_meanwhile if meanwhile else None, keep)
     findings.raise_if_errors()
     return FleetFiles(root, clusters, workloads, unread(root))

@@ -62,7 +62,13 @@ def match_pools(cluster: ResolvedCluster, workload: GpuWorkload, class_require: 
                 reason = "allocated by the device plugin"
         elif gpu.mig is not None:
             missing = [s.profile for s in gpu.mig.slices if s.profile not in pool.mig_profiles]
-            if missing:
+            offered = pool.gpu.mig.profiles if pool.gpu.mig else {}
+            if missing and not offered:
+                reason = f"{pool.gpu.key} GPUs have no MIG"
+            elif missing and pool.mig_layout is None and not pool.mig_dynamic:
+                reason = ("not in MIG mode (set nodePools[].mig to give it MIG devices)" if all(p in offered for p in missing)
+                          else f"not in MIG mode, and {pool.gpu.key} GPUs have no MIG {', '.join(p for p in missing if p not in offered)}")
+            elif missing:
                 layout = f" in layout {pool.mig_config}" if pool.mig_config else ""
                 reason = f"no MIG {', '.join(missing)}{layout}"
         elif not pool.publishes_full_gpus:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import types
 import typing
 from collections.abc import Callable
@@ -46,6 +47,7 @@ class Fleet:
     workloads: list[Intent[GpuWorkload]] = field(default_factory=list)
     classes: dict[str, Intent[GpuDeviceClass]] = field(default_factory=dict)
     _by_cluster: dict[str, list[Intent[GpuWorkload]]] | None = field(default=None, repr=False)
+    _by_file: dict[str, tuple[list[int], list[Intent[Any]]]] | None = field(default=None, repr=False)
 
     def workloads_on(self, cluster: str) -> list[Intent[GpuWorkload]]:
         if self._by_cluster is None:  # built once: large fleets ask for every cluster
@@ -54,6 +56,26 @@ class Fleet:
                 for name in target_clusters(w.model, self):
                     self._by_cluster.setdefault(name, []).append(w)
         return list(self._by_cluster.get(cluster, []))
+
+    def document_at(self, file: str, line: int) -> Intent[Any] | None:
+        """The workload or device class whose document holds `line` of `file` (its lines run up to where the next
+        document of the file starts); None for a Cluster file, a line above the first document, or no file."""
+        if self._by_file is None:
+            by_file: dict[str, list[Intent[Any]]] = {}
+            every: list[Intent[Any]] = [*self.workloads, *self.classes.values()]
+            for intent in sorted(every, key=lambda i: i.source.start_line):
+                by_file.setdefault(intent.source.file, []).append(intent)
+            self._by_file = {f: ([i.source.start_line for i in docs], docs) for f, docs in by_file.items()}
+        starts, intents = self._by_file.get(file, ([], []))
+        at = bisect.bisect_right(starts, line) - 1
+        return intents[at] if at >= 0 else None
+
+    def targets_at(self, file: str, line: int) -> list[str] | None:
+        """The clusters the workload whose document holds `line` of `file` targets; None when no workload's
+        document holds it. A finding belongs to the clusters of the document it points into, not of its file:
+        one file may hold workloads of many clusters."""
+        found = self.document_at(file, line)
+        return target_clusters(found.model, self) if found is not None and isinstance(found.model, GpuWorkload) else None
 
     def workloads_named(self, ref: str) -> list[Intent[GpuWorkload]]:
         """Workloads matching `namespace/name`, or a bare `name` (several namespaces may use it)."""

@@ -131,7 +131,7 @@ class GitOps(Model):
     namespace: DnsLabel = Field("argocd", description="namespace Argo CD Applications live in")
 
 
-AckCode = Literal["unchecked-crds", "driver-fork", "helm-capabilities", "dra-beta", "mig-mode"]
+AckCode = Literal["unchecked-crds", "driver-fork", "helm-capabilities", "dra-beta", "mig-mode", "unknown-release"]
 
 
 class Acknowledgement(Model):
@@ -141,7 +141,8 @@ class Acknowledgement(Model):
                                          "to check them against), driver-fork (a driver feature only a fork ships), "
                                          "helm-capabilities (the Helm that renders the driver chart is older than 3.19), dra-beta (DRA "
                                          "and its beta API turned on in a 1.32/1.33 cluster), mig-mode (MIG mode enabled outside the "
-                                         "MIG Manager on dynamic-MIG pools)")
+                                         "MIG Manager on dynamic-MIG pools), "
+                                         "unknown-release (a DRA driver or GPU Operator version newer than gpuc's facts)")
     kinds: list[str] | None = Field(None, description="unchecked-crds only: the kinds accepted unchecked (default: every kind)")
     reason: str = Field(min_length=1, description="why it is accepted, for the reviewer who reads this file next")
 

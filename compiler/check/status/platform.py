@@ -48,11 +48,19 @@ def dra_api(ctx: StatusContext) -> None:
 
 def _kubelets(ctx: StatusContext) -> None:
     want = ctx.compiled.cluster.api.kubernetes
-    off = []
+    off, read = [], 0
     for node in ctx.nodes:
         running = str((node.status.get("nodeInfo") or {}).get("kubeletVersion", ""))
+        read += bool(running)
         if running and ".".join(str(x) for x in version_tuple(running)[:2]) != want:
             off.append((node, running))
+    if not ctx.nodes:
+        ctx.skip("kubernetes-version", "Nodes")
+    elif not read:
+        ctx.add("kubernetes-version", "skip", "no Node in the cluster state reports status.nodeInfo.kubeletVersion",
+                "export the Nodes with their status (`kubectl get nodes -o yaml`)")
+    elif not off:
+        ctx.add("kubernetes-version", "ok", f"the {read} node(s) run kubelet {want}, as the Cluster's kubernetesVersion says")
     if off:
         node, running = off[0]
         ctx.add("kubernetes-version", "warn", f"{len(off)} node(s) run kubelet {running} ({names([n.name for n, _ in off])}) while the "

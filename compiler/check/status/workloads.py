@@ -3,6 +3,8 @@ still fits the devices the running cluster has free."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...facts.driver import parse_driver_version
 from ...load.state import StateObject
 from ...place.allocator import AllocationPlan
@@ -85,8 +87,7 @@ def _nim_object(ctx: StatusContext, live: StateObject) -> None:
             (entry.get("resourceClaimTemplateStatus") or {}).get("resourceClaimStatuses") or []
         bad += [f"{s.get('name')} {s.get('state')}" for s in statuses
                 if isinstance(s, dict) and ("pending" in str(s.get("state")) or "deleted" in str(s.get("state")))]
-    conditions = [c for c in live.status.get("conditions") or [] if isinstance(c, dict) and c.get("status") == "False"]
-    why = f" ({conditions[0].get('reason')}: {conditions[0].get('message')})" if conditions else ""
+    why = _trouble(live.status.get("conditions"))
     if state == "Failed":
         ctx.add("nim", "fail", f"{label} is Failed{why}", f"`kubectl describe {live.kind.lower()} -n {live.namespace} {live.name}`",
                 live, ("status", "state"))
@@ -98,6 +99,18 @@ def _nim_object(ctx: StatusContext, live: StateObject) -> None:
                 f"`kubectl describe {live.kind.lower()} -n {live.namespace} {live.name}`", live, ("status", "state"))
     else:
         ctx.add("nim", "ok", f"{label} is Ready")
+
+
+def _trouble(conditions: Any) -> str:
+    """" (ReconcileFailed: ... 401 Unauthorized; JobFailed: ...)": what the operator says went wrong. It reports a
+    failure as a condition that is True (NIM_CACHE_RECONCILE_FAILED, with the error's text: k8s-nim-operator
+    v3.1.2 internal/controller/nimcache_controller.go) and an unmet step as one that is False (JobFailed)."""
+    failing = [c for c in conditions or [] if isinstance(c, dict) and (
+        c.get("status") == "False" or (c.get("status") == "True" and "fail" in str(c.get("type", "")).lower()))]
+    failing.sort(key=lambda c: c.get("status") != "True")  # the error itself first
+    said = list(dict.fromkeys(f"{c.get('reason') or c.get('type')}: {c.get('message')}" if c.get("message")
+                              else str(c.get("reason") or c.get("type")) for c in failing))
+    return f" ({'; '.join(said)})" if said else ""
 
 
 def compute_domains(ctx: StatusContext) -> None:

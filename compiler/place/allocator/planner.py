@@ -100,7 +100,7 @@ class Planner:
                     results = allocate_on_node(node, todo, self.index, self.state)
                 if results is not None:
                     if not ranked:
-                        self.state.commit(results)
+                        self.state.commit(results, pod.workload)
                         return self._outcome(pod, node, done + results)
                     # firstAvailable: the scheduler scores nodes by the alternatives they satisfy (KEP-4816 beta),
                     # so the first node where the most preferred ones fit wins, not the first node that fits
@@ -115,7 +115,7 @@ class Planner:
         except (AllocationError, ClaimError) as exc:
             return self._failed(pod, str(exc), error=True)
         if best is not None:
-            self.state.commit(best[2])
+            self.state.commit(best[2], pod.workload)
             return self._outcome(pod, best[1], done + best[2])
         if pinned:
             node = next(iter(pinned))

@@ -154,13 +154,15 @@ def _option_problem(who: str, option: Option, nodes: list[str], index: DeviceInd
 
 
 def _held_by(devices: list[int] | tuple[int, ...], state: AllocationState) -> str:
-    """" (5 by claims already in the cluster: ns/a, ns/b)" when claims gpuc does not own hold some of them."""
-    holders = Counter(state.holders[d] for d in devices if d in state.holders)
-    if not holders:
-        return ""
-    names = sorted(holders, key=lambda c: (-holders[c], c))
-    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-    return f" ({sum(holders.values())} by claims already in the cluster: {shown})"
+    """" (5 by claims already in the cluster: ns/a, ns/b; 3 by earlier pods of ns/c)": who holds them."""
+    parts = []
+    for who, holding in (("claims already in the cluster: ", state.holders), ("earlier pods of ", state.placed)):
+        holders = Counter(holding[d] for d in devices if d in holding)
+        if holders:
+            names = sorted(holders, key=lambda c: (-holders[c], c))
+            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            parts.append(f"{sum(holders.values())} by {who}{shown}")
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def _request_problem(who: str, request: Request, nodes: list[str], index: DeviceIndex, state: AllocationState) -> str:

@@ -40,6 +40,7 @@ class AllocationState:
         self.consumed: dict[int, Consumption] = {}  # device -> capacity its allocations consume
         self.pinned: dict[str, ClaimResult] = {}  # shared claim key -> its allocation
         self.holders: dict[int, str] = {}  # device -> the claim already in the cluster that holds it
+        self.placed: dict[int, str] = {}  # device -> the workload (ns/name) whose pod this plan gave it first
         self._counters: dict[tuple[str, str], dict[str, dict[str, int | Fraction]]] = {}
         # Devices not in use, per node they are bound to (None: node-independent slices), any driver: a node
         # with fewer than a pod needs is skipped without a search.
@@ -64,13 +65,16 @@ class AllocationState:
             left = self._counters[pool] = {name: {c: q.value for c, q in counters.items()} for name, counters in shared.items()}
         return left
 
-    def commit(self, results: list[ClaimResult]) -> None:
+    def commit(self, results: list[ClaimResult], workload: str = "") -> None:
+        """Allocate the devices of a pod's claims; `workload` (ns/name) is named when a later pod finds them taken."""
         for result in results:
             for picked in result.devices:
                 if not picked.admin:
                     # admin access is not an allocation others respect: the scheduler leaves admin-access
                     # results out of the allocated devices, so they neither block the device nor hold its counters
                     self._take(picked.device, picked.taken)
+                    if workload:
+                        self.placed.setdefault(picked.device, workload)
             if result.claim.shared:
                 self.pinned[result.claim.key] = result
 

@@ -20,6 +20,7 @@ from .gates import check_gates
 from .operators import check_operator_modes
 from .passthrough import check_passthrough
 from .providers import check_providers
+from .releases import check_releases
 from .share_groups import check_share_groups
 from .shared_nodes import check_shared_nodes
 from .workloads import check_workloads
@@ -28,7 +29,7 @@ Rule = Callable[[Fleet, dict[str, ResolvedCluster], Findings], None]
 
 RULES: list[Rule] = [check_classes, check_workloads, check_dra_features, check_share_groups, check_gates, check_chart_values,
                      check_operator_modes, check_providers,
-                     check_passthrough, check_shared_nodes, check_driver_chart]
+                     check_passthrough, check_shared_nodes, check_driver_chart, check_releases]
 
 
 def check_intents(fleet: Fleet, clusters: dict[str, ResolvedCluster], findings: Findings) -> None:
