@@ -2,13 +2,16 @@
 
 It walks the compiled releases and objects in wave order, puts each under its component, and gives it
 the wave dependencies and replacement options the compiled graph declares. Argo CD Applications
-(`CompiledCluster.gitops`) are not registered: Pulumi itself is the deployer here.
+(`CompiledCluster.gitops`) are not registered: Pulumi itself is the deployer here. With `charts=False`
+the Helm releases are not registered either: another tool installs the charts (an Argo CD that syncs the
+chart Applications, a platform pipeline), and the stack applies what gpuc adds on top.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -34,19 +37,19 @@ class _Planned:
     options: dict[str, Any]
 
 
-def _plan_item(item: Item) -> _Planned:
+def _plan_item(item: Item, chart_root: Path) -> _Planned:
     component = component_for(item.component)
     if isinstance(item, HelmRelease):
-        return _Planned(("HelmRelease", item.namespace, item.name), item.wave, component, release_factory(item), {})
+        return _Planned(("HelmRelease", item.namespace, item.name), item.wave, component, release_factory(item, chart_root), {})
     return _Planned(item.key, item.wave, component, object_factory(item), replacement_options(item.replacements))
 
 
-def _plan(compiled: CompiledCluster) -> list[_Planned]:
+def _plan(compiled: CompiledCluster, chart_root: Path, charts: bool) -> list[_Planned]:
     """Releases and objects by wave (a stable sort keeps the compiler's order within a wave), worked out
-    before anything is registered: an object the SDK cannot express fails the run up front instead of
-    leaving a half-applied cluster."""
-    items: list[Item] = [*compiled.releases, *compiled.sorted_objects()]
-    return [_plan_item(item) for item in sorted(items, key=lambda item: int(item.wave))]
+    before anything is registered: an object the SDK cannot express, or a chart folder that is missing,
+    fails the run up front instead of leaving a half-applied cluster."""
+    items: list[Item] = [*(compiled.releases if charts else []), *compiled.sorted_objects()]
+    return [_plan_item(item, chart_root) for item in sorted(items, key=lambda item: int(item.wave))]
 
 
 class GpuCluster(CompiledComponent):
@@ -54,10 +57,13 @@ class GpuCluster(CompiledComponent):
 
     `resources` maps (kind, namespace, name) to the registered resource ("HelmRelease" for releases),
     for programs that add their own resources on top (`depends_on=[cluster.resources[...]]`).
+    `chart_root` is where the chart folders of a `charts.directory` source are (the project root);
+    `charts=False` leaves the Helm releases to another tool.
     """
 
-    def __init__(self, compiled: CompiledCluster, opts: pulumi.ResourceOptions | None = None) -> None:
-        planned = _plan(compiled)
+    def __init__(self, compiled: CompiledCluster, opts: pulumi.ResourceOptions | None = None, *,
+                 chart_root: Path = Path("."), charts: bool = True) -> None:
+        planned = _plan(compiled, chart_root, charts)
         super().__init__(compiled.name, opts)
         self.components: dict[tuple[type[CompiledComponent], str], CompiledComponent] = {}
         self.resources: dict[tuple[str, str, str], pulumi.CustomResource] = {}
@@ -69,7 +75,7 @@ class GpuCluster(CompiledComponent):
             self.resources[plan.key] = resource
         for component in self.components.values():
             component.register_outputs({})
-        self.register_outputs({"objects": len(compiled.objects), "releases": len(compiled.releases)})
+        self.register_outputs({"objects": len(compiled.objects), "releases": len(compiled.releases) if charts else 0})
 
     def _component(self, key: tuple[type[CompiledComponent], str]) -> CompiledComponent:
         if key not in self.components:

@@ -9,35 +9,62 @@ the name is part of the chart's object names.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
+import yaml
 
 from compiler.lower.graph import HelmRelease
 
 
-def chart_args(release: HelmRelease) -> dict[str, Any]:
-    """Chart location: an https repository goes to repository_opts; an OCI chart is its full oci:// URL."""
+class ChartNotFound(Exception):
+    """A chart the Cluster's `charts.directory` points at is not there, or is another version."""
+
+
+def local_chart(release: HelmRelease, root: Path) -> Path:
+    """The unpacked chart of a directory source, checked to be the version the release pins (Helm itself
+    installs whatever version a local chart folder holds)."""
     chart = release.chart
+    folder = root / chart.path
+    meta = folder / "Chart.yaml"
+    unpack = (f"helm pull <repository>/{chart.name} --version {chart.version} --untar --untardir /tmp/c && "
+              f"mv /tmp/c/{chart.name} {chart.path}")
+    if not meta.is_file():
+        raise ChartNotFound(f"release {release.name}: chart folder {folder} has no Chart.yaml; unpack the chart there ({unpack})")
+    found = str((yaml.safe_load(meta.read_text()) or {}).get("version", ""))
+    if found.lstrip("v") != chart.version.lstrip("v"):
+        raise ChartNotFound(f"release {release.name}: {meta} is version {found or '(none)'}, the cluster pins {chart.version}; "
+                            f"unpack {chart.version} there ({unpack})")
+    return folder
+
+
+def chart_args(release: HelmRelease, root: Path) -> dict[str, Any]:
+    """Chart location: an https repository goes to repository_opts; an OCI chart is its full oci:// URL; a
+    chart unpacked in the repository (Cluster spec.charts directory) is its folder under `root`."""
+    chart = release.chart
+    if chart.path:
+        return {"chart": str(local_chart(release, root))}
     if chart.is_oci:
-        return {"chart": f"{chart.repository.rstrip('/')}/{chart.name}"}
-    return {"chart": chart.name, "repository_opts": k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository)}
+        return {"chart": f"{chart.repository.rstrip('/')}/{chart.name}", "version": chart.version}
+    return {"chart": chart.name, "version": chart.version, "repository_opts": k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository)}
 
 
 def release_resource_name(release: HelmRelease) -> str:
     return f"{release.namespace}/{release.name}"
 
 
-def release_factory(release: HelmRelease) -> Callable[[pulumi.ResourceOptions], k8s.helm.v3.Release]:
-    """How to register the release with exactly the compiled chart, version, namespace and values."""
+def release_factory(release: HelmRelease, root: Path) -> Callable[[pulumi.ResourceOptions], k8s.helm.v3.Release]:
+    """How to register the release with exactly the compiled chart, version, namespace and values; `root` is
+    where chart folders of a directory source are (the project root). Raises ChartNotFound up front."""
+    args = chart_args(release, root)
     return lambda opts: k8s.helm.v3.Release(
         release_resource_name(release),
         name=release.name,
         namespace=release.namespace,
         create_namespace=release.create_namespace,
-        version=release.chart.version,
         values=release.values,
         opts=opts,
-        **chart_args(release),
+        **args,
     )

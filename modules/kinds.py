@@ -95,8 +95,18 @@ def _custom_kwargs(obj: KubeObject) -> dict[str, Any]:
 
 
 def resource_name(obj: KubeObject) -> str:
-    """Pulumi's logical name: `namespace/name` (as pulumi-kubernetes' own YAML support names objects)."""
-    return f"{obj.namespace}/{obj.name}" if obj.namespace else obj.name
+    """Pulumi's logical name: `namespace/identity`, the object's name without the spec hash that claims,
+    claim templates and ComputeDomains carry. A spec change renames such an object (its spec is immutable);
+    under a stable logical name Pulumi plans that as the replacement it is (create the new object, then
+    delete the old), as `gpuc diff` reports it, instead of an unrelated create and delete."""
+    return f"{obj.namespace}/{obj.identity}" if obj.namespace else obj.identity
+
+
+def earlier_names(obj: KubeObject) -> list[str]:
+    """Logical names the same object had in stacks deployed before `resource_name` used the identity
+    (`namespace/name`, hash included): aliases, so their state is adopted instead of recreated."""
+    old = f"{obj.namespace}/{obj.name}" if obj.namespace else obj.name
+    return [old] if old != resource_name(obj) else []
 
 
 Factory = Callable[[pulumi.ResourceOptions], pulumi.CustomResource]
@@ -108,7 +118,15 @@ def object_factory(obj: KubeObject) -> Factory:
     if is_builtin_group(group):
         cls, args_class = typed_class(obj.api_version, obj.kind, obj.patch)
         kwargs = _typed_kwargs(obj, args_class)
-        return lambda opts: cls(resource_name(obj), opts=opts, **kwargs)
+        return lambda opts: cls(resource_name(obj), opts=_with_aliases(obj, opts), **kwargs)
     custom = k8s.apiextensions.CustomResourcePatch if obj.patch else k8s.apiextensions.CustomResource
     fields = _custom_kwargs(obj)
-    return lambda opts: custom(resource_name(obj), api_version=obj.api_version, kind=obj.kind, opts=opts, **fields)
+    return lambda opts: custom(resource_name(obj), api_version=obj.api_version, kind=obj.kind, opts=_with_aliases(obj, opts),
+                               **fields)
+
+
+def _with_aliases(obj: KubeObject, opts: pulumi.ResourceOptions) -> pulumi.ResourceOptions:
+    names = earlier_names(obj)
+    if not names:
+        return opts
+    return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=[pulumi.Alias(name=n) for n in names]))

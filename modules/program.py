@@ -9,6 +9,7 @@ hatches: `gpuc:allowInfeasible` (--allow-infeasible) and `gpuc:allowReplace` (--
 against `gpuc:previous`, a rendered tree, as `gpuc validate --previous` does), render's `--state`:
 `gpuc:state`, the export file(s) of the running cluster, and its CRD inputs:
 `gpuc:crds` (--crds: a directory, or a JSON list of them) and `gpuc:requireCrds` (--require-crds).
+`gpuc:charts: external` leaves the Helm releases to another tool that installs the charts.
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ from compiler.pipeline import CheckOptions, ClusterState, CompileOptions, Output
 
 from .cluster import GpuCluster
 from .components import UnknownComponent
+from .helm import ChartNotFound
 from .kinds import UnsupportedObject
 
 CONFIG_NAMESPACE = "gpuc"
+CHARTS_MODES = ("install", "external")  # gpuc:charts: the stack installs the charts, or another tool does
 
 
 @dataclass(frozen=True)
@@ -44,19 +47,24 @@ class StackSettings:
     state: tuple[Path, ...] = ()  # render --state: exports of the running cluster (its slices, claims, nodes)
     crds: tuple[Path, ...] = ()  # render --crds: CRD directories custom resources are checked against
     require_crds: bool = False  # render --require-crds: a custom resource kind with no CRD is an error
+    charts: bool = True  # gpuc:charts install (default) or external: another tool installs the Helm releases
 
     @classmethod
     def from_config(cls, project_root: Path) -> StackSettings:
         """`gpuc:fleet`, `gpuc:previous` and `gpuc:crds` are relative to the project root (where Pulumi.yaml is)."""
         config = pulumi.Config(CONFIG_NAMESPACE)
         previous = config.get("previous")
+        charts = config.get("charts") or "install"
+        if charts not in CHARTS_MODES:
+            raise pulumi.RunError(f"gpuc: stack '{pulumi.get_stack()}': gpuc:charts is '{charts}'; set it to install (the stack "
+                                  "installs the Helm releases) or external (another tool installs the charts)")
         return cls(stack=pulumi.get_stack(), fleet=project_root / config.require("fleet"),
                    kubeconfig=config.get_secret("kubeconfig"), context=config.get("context"),
                    allow_infeasible=bool(config.get_bool("allowInfeasible")), allow_replace=bool(config.get_bool("allowReplace")),
                    previous=project_root / previous if previous else None,
                    state=tuple(project_root / name for name in _state_files(config)),
                    crds=tuple(project_root / d for d in _directories(config.get("crds"))),
-                   require_crds=bool(config.get_bool("requireCrds")))
+                   require_crds=bool(config.get_bool("requireCrds")), charts=charts == "install")
 
 
 def _state_files(config: pulumi.Config) -> list[str]:
@@ -164,8 +172,8 @@ def deploy(project_root: Path) -> GpuCluster:
     compiled = compile_stack(settings)
     provider = cluster_provider(settings)
     try:
-        cluster = GpuCluster(compiled, pulumi.ResourceOptions(providers=[provider]))
-    except (UnsupportedObject, UnknownComponent) as exc:
+        cluster = GpuCluster(compiled, pulumi.ResourceOptions(providers=[provider]), chart_root=project_root, charts=settings.charts)
+    except (UnsupportedObject, UnknownComponent, ChartNotFound) as exc:
         raise pulumi.RunError(f"gpuc: stack '{settings.stack}': {exc}") from None
     pulumi.export("cluster", compiled.name)
     pulumi.export("nodeLabels", compiled.node_labels)  # for pools without nodeNames: set them in the node provisioner

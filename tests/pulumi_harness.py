@@ -44,6 +44,7 @@ class Registered:
     dependencies: list[str]
     replace_on_changes: list[str]
     delete_before_replace: bool
+    alias_names: list[str] = field(default_factory=list)  # the logical names of the resource's aliases
 
 
 class EchoMocks(Mocks):
@@ -70,7 +71,8 @@ class RecordingMonitor(MockMonitor):
             self.registered[urn] = Registered(
                 urn=urn, type=request.type, name=request.name, parent=request.parent, provider=request.provider,
                 custom=request.custom, inputs=self.resources[urn].state, dependencies=list(request.dependencies),
-                replace_on_changes=list(request.replaceOnChanges), delete_before_replace=request.deleteBeforeReplace)
+                replace_on_changes=list(request.replaceOnChanges), delete_before_replace=request.deleteBeforeReplace,
+                alias_names=[a.spec.name for a in request.aliases if a.HasField("spec") and a.spec.name])
         return response
 
 

@@ -225,3 +225,16 @@ def test_a_crd_setting_answers_the_unchecked_crds_warning(tmp_path):
     assert one and "NIMCache" not in one[0]  # NIM's kinds are checked now; ComputeDomain still is not
     with pytest.raises(Exception, match="gpuc:crds .*nowhere is not a directory"):
         run_stack("prod-east", {**config, "gpuc:crds": str(tmp_path / "nowhere")})
+
+
+def test_hash_named_objects_keep_one_logical_name_across_spec_changes(runs):
+    """Claims, claim templates and ComputeDomains carry a spec hash in their name; Pulumi names them by the name
+    without it, so a spec change is a replacement of one resource, and aliases the hashed name that stacks deployed
+    before used, so their state is adopted."""
+    hashed = [r for r in runs["prod-east"].kubernetes_objects() if r.inputs["metadata"]["name"] != r.name.rpartition("/")[2]]
+    assert {r.type.rsplit(":", 1)[1] for r in hashed} >= {"ResourceClaimTemplate", "ComputeDomain"}
+    for r in hashed:
+        meta = r.inputs["metadata"]
+        assert meta["name"].startswith(r.name.rpartition("/")[2] + "-")
+        assert r.alias_names == [f"{meta['namespace']}/{meta['name']}"]
+    assert all(r.alias_names == [] for r in runs["prod-east"].kubernetes_objects() if r not in hashed)

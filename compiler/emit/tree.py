@@ -42,7 +42,7 @@ def cluster_files(compiled: CompiledCluster) -> dict[str, str]:
     for release in compiled.releases:
         chart = release.chart
         header = (f"{MARKER}\n# Helm values for release {release.name} in namespace {release.namespace}:\n"
-                  f"# chart {chart.name} {chart.version} from {chart.repository}\n")
+                  f"# chart {chart.name} {chart.version} from {chart.location}\n")
         files[values_file(release)] = header + dump(release.values)
     for name, values in sorted(compiled.advice.items()):
         files[name] = (f"{MARKER}\n# Not deployed by gpuc (gpuOperator.mode none): set these values on the release you run, e.g.\n"

@@ -14,12 +14,23 @@ _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?$")
 @dataclass(frozen=True)
 class ChartRef:
     name: str
-    repository: str  # https://... Helm repo or oci://... registry path
+    repository: str  # https://... Helm repo or oci://... registry path; "" for a chart unpacked in a directory
     version: str
+    directory: str = ""  # a folder of the GitOps repository holding the chart unpacked (Cluster spec.charts)
 
     @property
     def is_oci(self) -> bool:
         return self.repository.startswith("oci://")
+
+    @property
+    def path(self) -> str:
+        """The unpacked chart's folder, relative to the GitOps repository root: <directory>/<chart>-<version>."""
+        return f"{self.directory.rstrip('/')}/{self.name}-{self.version}" if self.directory else ""
+
+    @property
+    def location(self) -> str:
+        """Where the chart comes from, in words for file headers and reports."""
+        return self.path or self.repository
 
 
 @dataclass(frozen=True)

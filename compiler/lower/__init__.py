@@ -8,6 +8,7 @@ from ..plan import ClusterPlan, WorkloadPlan
 from ..validate.documents import RESERVED_NAMESPACES, Fleet, target_clusters
 from ..validate.features import cluster_features
 from .argocd import lower_argocd
+from .charts import apply_chart_sources
 from .claims import lower_claims
 from .dra_driver import lower_dra_driver
 from .extended_resources import extended_resource_classes
@@ -74,5 +75,6 @@ def lower_cluster(plan: ClusterPlan, fleet: Fleet) -> CompiledCluster:
 
     compiled.objects.sort(key=lambda o: o.sort_key())
     compiled.releases.sort(key=lambda r: r.name)
+    apply_chart_sources(compiled.releases, cluster.spec.charts)
     compiled.gitops = lower_argocd(compiled)
     return compiled

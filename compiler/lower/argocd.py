@@ -11,6 +11,7 @@ import functools
 from importlib import resources
 from typing import Any
 
+from ..validate.intents import GitOps
 from .graph import CompiledCluster, HelmRelease, KubeObject, Wave
 from .meta import make_object
 
@@ -29,7 +30,8 @@ APPLICATION_SOURCES = {
     "spec.source.repoURL": ("spec.gitops.repoURL", "spec.gitops"),
     "spec.source.path": ("spec.gitops.path", "spec.gitops"),
     "spec.source.targetRevision": ("spec.gitops.targetRevision", "spec.gitops"),
-    **{f"spec.sources[{i}].repoURL": ("spec.gitops.repoURL", "spec.draDriver.version", "spec.gitops") for i in (0, 1)},
+    **{f"spec.sources[{i}].repoURL": ("spec.charts", "spec.gitops.repoURL", "spec.draDriver.version", "spec.gitops") for i in (0, 1)},
+    "spec.sources[0].path": ("spec.charts", "spec.gitops"),
     **{f"spec.sources[{i}].targetRevision": ("spec.draDriver.version", "spec.gitops.targetRevision", "spec.gitops") for i in (0, 1)},
 }
 
@@ -75,11 +77,13 @@ def _destination(compiled: CompiledCluster, namespace: str | None) -> dict[str, 
     return out
 
 
-def _chart_source(release: HelmRelease, values_path: str) -> dict[str, Any]:
+def _chart_source(release: HelmRelease, values_path: str, gitops: GitOps) -> dict[str, Any]:
     chart = release.chart
+    helm = {"releaseName": release.name, "valueFiles": [f"$values/{values_path}"]}
+    if chart.path:  # unpacked in the GitOps repository (spec.charts directory): a Git source with a path
+        return {"repoURL": gitops.repo_url, "targetRevision": gitops.target_revision, "path": chart.path, "helm": helm}
     repo = chart.repository.removeprefix("oci://")  # Argo CD names OCI Helm repositories without the scheme
-    return {"repoURL": repo, "chart": chart.name, "targetRevision": chart.version,
-            "helm": {"releaseName": release.name, "valueFiles": [f"$values/{values_path}"]}}
+    return {"repoURL": repo, "chart": chart.name, "targetRevision": chart.version, "helm": helm}
 
 
 def lower_argocd(compiled: CompiledCluster) -> list[KubeObject]:
@@ -94,7 +98,7 @@ def lower_argocd(compiled: CompiledCluster) -> list[KubeObject]:
             "project": gitops.project,
             "destination": _destination(compiled, release.namespace),
             "sources": [
-                _chart_source(release, f"{base}/{values_file(release)}"),
+                _chart_source(release, f"{base}/{values_file(release)}", gitops),
                 {"repoURL": gitops.repo_url, "targetRevision": gitops.target_revision, "ref": "values"},
             ],
             "syncPolicy": {"automated": {"prune": True, "selfHeal": True},

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from .types import DnsLabel, DnsSubdomain, MemoryField, ParameterCount, Version
@@ -131,6 +131,38 @@ class GitOps(Model):
     namespace: DnsLabel = Field("argocd", description="namespace Argo CD Applications live in")
 
 
+class ChartSource(Model):
+    """Where charts come from instead of their public repositories: CI and air-gapped clusters reach neither
+    helm.ngc.nvidia.com nor registry.k8s.io. One of the two, never both."""
+
+    repository: str | None = Field(
+        None, pattern=r"^(oci|https?)://\S+$",
+        description="an internal mirror serving each chart under its own name and version: an OCI registry path "
+                    "(oci://registry.internal/helm) or a Helm repository (https://charts.internal/nvidia)")
+    directory: str | None = Field(
+        None, pattern=r"^\S+$",
+        description="a folder of the GitOps repository (spec.gitops.repoURL, for Argo CD; the Pulumi project root, for "
+                    "Pulumi) holding each chart unpacked as <chart>-<version>/ (helm pull CHART --version V --untar)")
+
+    @model_validator(mode="after")
+    def _one(self) -> ChartSource:
+        if (self.repository is None) == (self.directory is None):
+            raise ValueError("give exactly one of repository (oci:// or https:// mirror) and directory (unpacked charts in the GitOps repository)")
+        if self.directory is not None and (self.directory.startswith("/") or ".." in self.directory.split("/")):
+            raise ValueError(f"directory '{self.directory}' must be relative to the GitOps repository's root and stay inside it "
+                             "(Argo CD reads it from that repository): write e.g. charts")
+        return self
+
+
+class Charts(Model):
+    """Chart sources for the cluster's releases: one mirror for all, and per release (by release name) overrides."""
+
+    mirror: ChartSource | None = Field(None, description="where every chart comes from, unless `releases` names its release")
+    releases: dict[str, ChartSource] = Field(
+        default_factory=dict, description="per release name (nvidia-dra-driver-gpu or dra-driver-nvidia-gpu, gpu-operator, "
+                                          "nim-operator): its own source")
+
+
 AckCode = Literal["unchecked-crds", "driver-fork", "helm-capabilities", "dra-beta", "mig-mode", "unknown-release"]
 
 
@@ -160,6 +192,8 @@ class ClusterSpec(Model):
     crds: str | None = Field(None, description="directory (inside the fleet) with the CRDs of the operator versions this cluster runs")
     node_pools: list[NodePool] = Field(min_length=1)
     gitops: GitOps | None = None
+    charts: Charts | None = Field(None, description="chart sources instead of the public repositories (a mirror, or charts "
+                                                    "unpacked in the GitOps repository), for Argo CD and Pulumi alike")
     acknowledge: list[Acknowledgement] = Field(default_factory=list, description="warnings accepted for this cluster, each with its reason")
 
     @field_validator("kubernetes_version", mode="before")

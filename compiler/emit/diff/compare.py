@@ -282,7 +282,7 @@ def _compare_releases(old: CompiledCluster | None, new: CompiledCluster | None, 
 
 
 def _release_fields(r: HelmRelease) -> dict[str, Any]:
-    return {"chart": r.chart.name, "repository": r.chart.repository, "version": r.chart.version,
+    return {"chart": r.chart.name, "repository": r.chart.location, "version": r.chart.version,
             "namespace": r.namespace, "values": r.values}
 
 
