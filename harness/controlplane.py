@@ -223,12 +223,13 @@ def _start_etcd_and_apiserver(cp: ControlPlane, gates: dict[str, bool], runtime_
 
 def _start_controllers(cp: ControlPlane) -> None:
     """The resource-claim controller turns a pod's ResourceClaimTemplates into claims; the service
-    account controller makes the `default` account pods are admitted with."""
+    account controller makes the `default` account pods are admitted with; the namespace controller
+    empties and removes a deleted namespace (without it a deleted namespace stays Terminating)."""
     kubeconfig = str(cp.kubeconfig())
     cp._spawn("kube-controller-manager", [
         str(components.binary(f"kube-controller-manager-{components.newest().version}")),
         "--kubeconfig", kubeconfig, "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig,
-        "--controllers", "resourceclaim-controller,serviceaccount-controller",
+        "--controllers", "resourceclaim-controller,serviceaccount-controller,namespace-controller",
         "--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", "0", "--use-service-account-credentials=false",
         *_emulation(cp),
     ])

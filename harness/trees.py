@@ -52,17 +52,25 @@ def _crd_files(crds: Iterable[Path]) -> list[Path]:
     return [f for p in crds for f in (sorted(p.rglob("*.yaml")) if p.is_dir() else [p])]
 
 
-def apply_tree(kube: Kube, cluster_dir: Path, crds: Iterable[Path]) -> tuple[list[Rejection], list[str]]:
-    """Apply every object of `cluster_dir` twice (dry run, then for real); (rejections, fields not stored as written)."""
+def prepare(kube: Kube, objects: list[tuple[str, dict[str, Any]]], crds: Iterable[Path], *, namespaces: bool = True) -> None:
+    """What the charts and the other owners leave before gpuc's objects arrive: the CRDs, the objects partial
+    patches land on and (with `namespaces`) every namespace the objects live in; without it only those no
+    object of the tree creates itself (a deployer that creates, rather than applies, needs them absent)."""
     files = _crd_files(crds)
     kube.install_crds(files)
-    objects = tree_objects(cluster_dir)
+    own = {obj["metadata"]["name"] for _, obj in objects if obj["kind"] == "Namespace"}
     for _, obj in objects:
         ns = obj["metadata"].get("namespace")
-        if ns:
+        if ns and (namespaces or ns not in own):
             kube.ensure_namespace(ns)
         if is_patch(obj) and kube.get(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], ns) is None:
             kube.create(what_the_owner_made(obj, files))
+
+
+def apply_tree(kube: Kube, cluster_dir: Path, crds: Iterable[Path]) -> tuple[list[Rejection], list[str]]:
+    """Apply every object of `cluster_dir` twice (dry run, then for real); (rejections, fields not stored as written)."""
+    objects = tree_objects(cluster_dir)
+    prepare(kube, objects, crds)
     rejected: list[Rejection] = []
     for _, obj in objects:
         for dry_run in (True, False):
