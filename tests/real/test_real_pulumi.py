@@ -48,7 +48,7 @@ def server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[ControlPl
     """A fresh API server (with the namespace controller, so a destroyed Namespace goes away) of the minor the test
     names through `pytest.mark.parametrize("cluster", ...)`."""
     cluster = request.node.callspec.params["cluster"]
-    release, emulated = servers.server_for(minor_of(EXAMPLES, cluster))
+    release, emulated = servers.server_for(minor_of(EXAMPLES, cluster), newest=True)  # the controllers are of the newest
     cp = controlplane.start(release, tmp_path / "server", emulated_minor=emulated, controllers=True)
     yield cp
     cp.stop()
