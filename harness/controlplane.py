@@ -224,12 +224,14 @@ def _start_etcd_and_apiserver(cp: ControlPlane, gates: dict[str, bool], runtime_
 def _start_controllers(cp: ControlPlane) -> None:
     """The resource-claim controller turns a pod's ResourceClaimTemplates into claims; the service
     account controller makes the `default` account pods are admitted with; the namespace controller
-    empties and removes a deleted namespace (without it a deleted namespace stays Terminating)."""
+    empties and removes a deleted namespace (without it a deleted namespace stays Terminating), and the
+    garbage collector finishes foreground deletions (pulumi-kubernetes deletes in the foreground: without
+    it a deleted object keeps its foregroundDeletion finalizer and never goes)."""
     kubeconfig = str(cp.kubeconfig())
     cp._spawn("kube-controller-manager", [
         str(components.binary(f"kube-controller-manager-{components.newest().version}")),
         "--kubeconfig", kubeconfig, "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig,
-        "--controllers", "resourceclaim-controller,serviceaccount-controller,namespace-controller",
+        "--controllers", "resourceclaim-controller,serviceaccount-controller,namespace-controller,garbage-collector-controller",
         "--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", "0", "--use-service-account-credentials=false",
         *_emulation(cp),
     ])
