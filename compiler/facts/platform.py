@@ -90,6 +90,11 @@ def admin_access_label(minor: int) -> str | None:
     return max(((since, key) for since, key in keys if since <= minor), default=(0, None))[1]
 
 
+def cel_function_since(name: str) -> int:
+    """The first Kubernetes minor whose API server accepts CEL function `name` in a new selector."""
+    return int(str(load_table("kubernetes")["celFunctionsInNewSelectors"][name]).split(".")[1])
+
+
 def dra_limits() -> dict[str, int]:
     return dict(load_table("kubernetes")["limits"])
 
