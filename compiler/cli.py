@@ -226,6 +226,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise _cannot_write(out, exc.strerror or str(exc)) from None
     done = False
+    store = planned = None
     try:
         state = _state(args)
         store = _cache(args)
@@ -251,12 +252,13 @@ def cmd_render(args: argparse.Namespace) -> int:
         done = True
         if store is not None:
             remember(store, Path(args.fleet), plan, built, out)
-            for note in (plan.notes if plan is not None else []) + store.notes:
-                print(f"gpuc: note: {note}", file=sys.stderr)
     except StagingError as exc:  # a build worker could not write its cluster
         raise _cannot_write(out, str(exc)) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        if store is not None:  # what the cache could not be trusted with, also when the render failed
+            for note in (planned.notes if planned is not None else []) + store.notes:
+                print(f"gpuc: note: {note}", file=sys.stderr)
         if created and not done:
             with contextlib.suppress(OSError):
                 out.rmdir()  # a failed first render leaves no empty directory behind

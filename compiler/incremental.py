@@ -43,13 +43,13 @@ def compile_cached(root: Path, options: CompileOptions, plan: BuildPlan | None, 
     outcomes: dict[str, ClusterOutcome] = {}
     warnings: set[Diagnostic] = set()
     fleet = Fleet(root)
-    if misses:
-        needed = set(plan.class_files).union(*(plan.needs[m] for m in misses))
+    if misses or plan.fresh:  # files no build validated are read even when every cluster is a hit
+        needed = set(plan.class_files).union(plan.fresh, *(plan.needs[m] for m in misses))
         partial = compile_fleet(load(root, options.jobs, select=needed.__contains__),
                                 dataclasses.replace(options, subset=frozenset(misses), digests=True), write=write, built=built)
         fleet, warnings = partial.fleet, set(partial.warnings)
         outcomes.update(partial.clusters)
-    else:
+    if not misses:
         warnings.update(unread(root))  # what a load reports of the fleet's layout, found again each run
     for name, entry in plan.hits.items():
         counts = entry.counts

@@ -262,7 +262,7 @@ def _same_on_both_sides(head: Path, base: Path | None, options: CompileOptions, 
 
     def needs(plan: BuildPlan) -> _Side:
         built = [name for name in plan.clusters if name not in same]
-        return _Side(frozenset(built), set(plan.class_files).union(*(plan.needs.get(name, set()) for name in built)))
+        return _Side(frozenset(built), set(plan.class_files).union(plan.fresh, *(plan.needs.get(name, set()) for name in built)))
 
     return same, needs(now), needs(then)
 
