@@ -25,7 +25,9 @@ STATUS_EXPORT = ("kubectl get nodes,resourceslices,resourceclaims,resourceclaimt
 def _print_diagnostics(diagnostics, as_json: bool) -> None:
     if as_json:
         return
-    for d in diagnostics:
+    from .validate.secrets import redacted
+
+    for d in redacted(diagnostics):
         print(d.render(), file=sys.stderr)
 
 
@@ -50,7 +52,10 @@ def _guarded(run: Callable[[argparse.Namespace], int], outcome: str = "") -> Cal
         try:
             return run(args)
         except InputError as exc:
+            from .validate.secrets import redacted
+
             code = EXIT_FINDINGS if isinstance(exc, InfeasibleError) else EXIT_INPUT
+            exc.diagnostics = redacted(exc.diagnostics)  # whatever quoted input before the documents were scanned
             if getattr(args, "output", "text") in CI_OUTPUTS:
                 _ci_report(exc.diagnostics, args.output)
                 errors = sum(1 for d in exc.diagnostics if d.severity == "error")
