@@ -164,10 +164,12 @@ def plan_build(root: Path, settings: Settings, store: CacheStore, tree: Path | N
         near = set().union(*({n for n in clusters if n in targets[rel] or "*" in targets[rel]} for rel in needs[name]))
         read = set().union(needs[name], *(needs[n] for n in near))
         own_crds = clusters[name].crds
+        if own_crds is not None and (Path(own_crds).is_absolute() or not (root / own_crds).resolve().is_relative_to(root.resolve())):
+            return None  # validation refuses it, before anything there is opened
         plan.needs[name] = needs[name]
         plan.keys[name] = value_digest([common, name, cluster_files, sorted(class_files),
                                         sorted((rel, index.files[rel][0]) for rel in read),
-                                        tree_digest(root / own_crds) if own_crds else None])
+                                        tree_digest(root / own_crds, root) if own_crds else None])
         entry = store.entry(name, plan.keys[name])
         if entry is not None and (tree is None or _same_tree(tree / name, entry)):
             plan.hits[name] = entry

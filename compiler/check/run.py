@@ -44,7 +44,7 @@ def cluster_catalog(compiled: CompiledCluster, fleet_root: Path, options: CheckO
     layers = []
     own = compiled.cluster.spec.crds
     if own:  # validation made sure it is a directory inside the fleet
-        layers.append((own, read_crd_dir(fleet_root / own, own)))
+        layers.append((own, read_crd_dir(fleet_root / own, own, within=fleet_root)))
     for directory in options.crds:
         layers.append((str(directory), read_crd_dir(directory, str(directory))))
     spec = compiled.cluster.spec
