@@ -251,14 +251,25 @@ def _object(file: StateFile, where: Location, item: Any, problems: list[Diagnost
     if not isinstance(item, dict):
         problems.append(file.diagnostic(where, f"expected a Kubernetes object (a mapping), got {type(item).__name__}", EXPORT_HINT))
         return None
+    problem = malformed(item)
+    if problem:
+        problems.append(file.diagnostic(where, f"not a Kubernetes object: {problem}", EXPORT_HINT))
+        return None
+    return StateObject(item, file, where)
+
+
+def malformed(item: dict[str, Any]) -> str:
+    """What makes `item` something no API server returns ("" when nothing): the fields every reader of the state
+    takes as given (the type, the name, labels and annotations as mappings)."""
     missing = [k for k in ("apiVersion", "kind") if not isinstance(item.get(k), str)]
     metadata = item.get("metadata")
     if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
-        missing.append("metadata.name")
+        return ", ".join([*missing, "metadata.name"]) + " missing"
     if missing:
-        problems.append(file.diagnostic(where, f"not a Kubernetes object: {', '.join(missing)} missing", EXPORT_HINT))
-        return None
-    return StateObject(item, file, where)
+        return f"{', '.join(missing)} missing"
+    wrong = [f"metadata.{k} is a {type(metadata[k]).__name__}, not a mapping" for k in ("labels", "annotations")
+             if metadata.get(k) is not None and not isinstance(metadata[k], dict)]
+    return "; ".join(wrong)
 
 
 def read_state(names: list[str], option: str = "--state", stdin: Any = None) -> ClusterState:
