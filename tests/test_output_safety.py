@@ -88,3 +88,17 @@ def test_a_failed_first_render_leaves_no_new_parent_directories(fleet, tmp_path)
     path = fleet(clusters=[cluster_doc("c1")], workloads={"w.yaml": [workload_doc(gpu={"count": 8}, replicas=3)]})
     result = gpuc("render", path, "-o", tmp_path / "a" / "b" / "out")  # three 8-GPU pods on two 8-GPU nodes
     assert result.code == 1 and not (tmp_path / "a").exists()
+
+
+def test_validate_passes_only_names_render_can_write(fleet, tmp_path):
+    name = ".".join(["a" * 63, "b" * 63, "c" * 63, "d" * 61])  # 253 characters: a legal DNS subdomain
+    cls = {"apiVersion": "gpuc.dev/v1alpha1", "kind": "GpuDeviceClass", "metadata": {"name": name},
+           "spec": {"require": {"architecture": ["Hopper"]}}}
+    path = fleet(clusters=[cluster_doc("c1")], workloads={"w.yaml": [workload_doc(gpu={"count": 1, "class": name})], "c.yaml": [cls]})
+    validated = gpuc("validate", path)
+    rendered = gpuc("render", path, "-o", tmp_path / "out")
+    for result in (validated, rendered):
+        assert result.code == 1 and f"c.yaml:5: error: spec: DeviceClass {name} metadata.name: the rendered file" in result.err
+        assert "would be 272 bytes long; file systems take at most 255 bytes per name" in result.err
+        assert "permission" not in result.err
+    assert not (tmp_path / "out").exists()

@@ -14,6 +14,7 @@ from ..lower.graph import CompiledCluster
 from .crds import CrdCatalog, build_catalog, read_crd_dir
 from .dra_limits import check_dra_limits
 from .driver_config import check_driver_configs
+from .file_names import check_file_names
 from .metadata import check_metadata
 from .model import Checker, CheckOptions, ClusterContext, Finding
 from .nim_requests import check_nim_requests
@@ -28,7 +29,7 @@ def check_device_selectors(ctx: ClusterContext) -> list[Diagnostic]:
 
 
 CHECKERS: list[Checker] = [check_objects, check_metadata, check_dra_limits, check_driver_configs, check_device_selectors,
-                           check_nim_requests]
+                           check_nim_requests, check_file_names]
 
 
 def check_cluster(ctx: ClusterContext, checkers: list[Checker] | None = None) -> list[Diagnostic]:
