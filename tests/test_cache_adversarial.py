@@ -189,3 +189,72 @@ def test_diff_reads_a_new_head_file_no_key_reaches(small):
     (fleet / "workloads" / "ghost.yaml").write_text(GHOST)
     warm, cold = gpuc("diff", fleet, "--base", "HEAD", "--fail-on", "any"), gpuc("diff", fleet, "--base", "HEAD", "--fail-on", "any", "--no-cache")
     assert warm.code == cold.code == 2 and "unknown cluster 'nowhere'" in warm.err
+
+
+def test_a_cluster_sharing_a_workload_file_is_rebuilt_when_the_others_files_change(tmp_path):
+    """a's entry keeps what b's build found about the file both share (here: its pod does not fit on b, a warning
+    with --allow-infeasible); when b's own workloads change that finding goes, and a must not replay it."""
+    fleet = write_fleet(tmp_path / "fleet", [cluster_doc("a"), cluster_doc("b")],
+                        {"shared.yaml": [workload_doc("w", clusters=["a", "b"], gpu={"count": 1})],
+                         "fill.yaml": [workload_doc("fill", clusters=["b"], replicas=2, gpu={"count": 8})]})
+    out = tmp_path / "out"
+    first = gpuc("render", fleet, "-o", out, "--allow-infeasible")
+    assert first.code == 0 and "shared.yaml" in first.err, first.err
+    fill = fleet / "workloads" / "fill.yaml"
+    fill.write_text(fill.read_text().replace("replicas: 2", "replicas: 1"))
+    code, err = same_as_cold(fleet, out, tmp_path, "--allow-infeasible")
+    assert code == 0 and "shared.yaml" not in err
+
+
+@pytest.mark.parametrize("where", ["spec.crds", "--crds"])
+def test_a_changed_crd_file_gives_the_cold_result(small, tmp_path, where):
+    fleet, out = small
+    crds = fleet / "crds"
+    crds.mkdir()
+    (crds / "notes.yaml").write_text("# CRDs of the operators this cluster runs\n")
+    extra: tuple[str, ...] = ("--crds", str(crds)) if where == "--crds" else ()
+    if where == "spec.crds":
+        path = fleet / "clusters" / "a.yaml"
+        path.write_text(path.read_text() + "  crds: crds\n")
+    assert gpuc("render", fleet, "-o", out, *extra).code == 0
+    (crds / "notes.yaml").write_text("kind: CustomResourceDefinition\nspec: [unclosed\n")
+    code, err = same_as_cold(fleet, out, tmp_path, *extra)
+    assert code == 2 and "invalid YAML in CRD file" in err
+
+
+def test_a_changed_option_gives_the_cold_result(tmp_path):
+    """Each option a cluster's findings depend on is part of its key: a tree rendered with one is no hit for another."""
+    fleet = write_fleet(tmp_path / "fleet", [cluster_doc("a")],
+                        {"big.yaml": [workload_doc("big", clusters=["a"], replicas=3, gpu={"count": 8})]})
+    out = tmp_path / "out"
+    assert gpuc("render", fleet, "-o", out, "--allow-infeasible").code == 0  # three 8-GPU pods on two nodes: a warning
+    assert same_as_cold(fleet, out, tmp_path)[0] == 1
+
+
+def test_a_changed_running_cluster_gives_the_cold_result(tmp_path):
+    """--state is a key input: the same fleet planned on a cluster whose GPUs other claims hold does not fit."""
+    import kubectl
+    from test_cluster_state import cluster_items, fleet_of, held
+
+    fleet = fleet_of(tmp_path / "fleet", [workload_doc("llm", gpu={"count": 1})])
+    free, full = tmp_path / "free.yaml", tmp_path / "full.yaml"
+    free.write_text(kubectl.yaml_export(cluster_items(fleet)))
+    full.write_text(kubectl.yaml_export(cluster_items(fleet) + [held("a", "h100-0", range(8)), held("b", "h100-1", range(8))]))
+    out = tmp_path / "out"
+    assert gpuc("render", fleet, "-o", out, "--cluster", "c1", "--state", free).code == 0
+    assert same_as_cold(fleet, out, tmp_path, "--cluster", "c1", "--state", full)[0] == 1
+
+
+def test_a_build_judged_against_the_previous_tree_is_not_remembered(tmp_path):
+    """A render that replaced an object said so because of the tree it replaced; the next render of the same
+    fleet replaces nothing, and must not replay that from the cache."""
+    from test_check_cli import _nim_fleet
+
+    out = tmp_path / "out"
+    assert gpuc("render", _nim_fleet(tmp_path / "one", 1), "-o", out).code == 0
+    two = _nim_fleet(tmp_path / "two", 2)
+    assert gpuc("render", two, "-o", out).code == 1  # the NIMService's claim changes: refused without --allow-replace
+    replaced = gpuc("render", two, "-o", out, "--allow-replace")
+    assert replaced.code == 0, replaced.err
+    code, err = same_as_cold(two, out, tmp_path, "--allow-replace")
+    assert code == 0
