@@ -229,6 +229,11 @@ def test_a_changed_option_gives_the_cold_result(tmp_path):
     out = tmp_path / "out"
     assert gpuc("render", fleet, "-o", out, "--allow-infeasible").code == 0  # three 8-GPU pods on two nodes: a warning
     assert same_as_cold(fleet, out, tmp_path)[0] == 1
+    from test_check_cli import _nim_fleet
+
+    nim = _nim_fleet(tmp_path / "nim", 1)
+    assert gpuc("render", nim, "-o", out).code == 0  # no CRD for the NIM kinds: a warning
+    assert same_as_cold(nim, out, tmp_path, "--require-crds")[0] != 0
 
 
 def test_a_changed_running_cluster_gives_the_cold_result(tmp_path):
