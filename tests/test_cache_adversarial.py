@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from conftest import cluster_doc, gpuc, workload_doc, write_fleet
 
@@ -263,3 +264,20 @@ def test_a_build_judged_against_the_previous_tree_is_not_remembered(tmp_path):
     assert replaced.code == 0, replaced.err
     code, err = same_as_cold(two, out, tmp_path, "--allow-replace")
     assert code == 0
+
+
+def test_a_single_cluster_render_is_as_strict_as_a_cold_one_about_the_other_clusters(tmp_path):
+    """A cold `render --cluster a` runs every cluster's rules over the fleet: a warm one may not skip a changed file
+    of b's because a's entry is a hit."""
+    from conftest import NIM_SECRETS, nim_model
+
+    fleet = write_fleet(tmp_path / "fleet", [cluster_doc("a"), cluster_doc("b", kubernetes="1.33")],
+                        {"a.yaml": [workload_doc("wa", clusters=["a"], gpu={"count": 1})],
+                         "b.yaml": [workload_doc("wb", clusters=["b"], gpu={"count": 1})]})
+    out = tmp_path / "out"
+    assert gpuc("render", fleet, "-o", out).code == 0
+    (fleet / "workloads" / "b.yaml").write_text(yaml.safe_dump(  # NIM on b needs Kubernetes 1.34: a rule about b
+        workload_doc("wb", clusters=["b"], gpu={"count": 1}, model=nim_model(), secrets=NIM_SECRETS)))
+    warm = gpuc("render", fleet, "-o", out, "--cluster", "a")
+    cold = gpuc("render", fleet, "-o", tmp_path / "cold", "--cluster", "a", "--no-cache")
+    assert (warm.code, warm.err) == (cold.code, cold.err) and cold.code == 2 and "needs Kubernetes >= 1.34" in cold.err

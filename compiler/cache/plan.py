@@ -127,6 +127,11 @@ def _scan_fleet(root: Path, old: Index) -> tuple[Index, frozenset[str]] | None:
     return index, frozenset(fresh)
 
 
+def _only_about(refs: list[DocRef], cluster: str) -> bool:
+    """Whether a file's documents concern `cluster` alone (its Cluster, or workloads and classes aimed at it only)."""
+    return all(r.name == cluster if r.kind == "Cluster" else r.clusters == (cluster,) for r in refs)
+
+
 def plan_build(root: Path, settings: Settings, store: CacheStore, tree: Path | None) -> BuildPlan | None:
     """Which clusters the cache has, verified against `tree` (the output directory, or --previous; None:
     nothing on disk to match, as for `validate` without --previous). None: build everything."""
@@ -153,6 +158,8 @@ def plan_build(root: Path, settings: Settings, store: CacheStore, tree: Path | N
                 targets.setdefault(rel, set()).update(ref.clusters if ref.clusters is not None else {"*"})
             else:
                 return None
+    if settings.only is not None and any(not _only_about(index.files[rel][1], settings.only) for rel in fresh):
+        return None  # a cold --cluster build runs every cluster's rules over the fleet: so does this one
     common = value_digest({"build": build_digest(), "options": settings.options, "crds": [tree_digest(d) for d in settings.crds]})
     order = [n for n in clusters if settings.only is None or n == settings.only]
     plan = BuildPlan(index, order, {}, {}, clusters=tuple(clusters), class_files=frozenset(rel for rel, _ in class_files),
