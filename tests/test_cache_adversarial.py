@@ -281,3 +281,15 @@ def test_a_single_cluster_render_is_as_strict_as_a_cold_one_about_the_other_clus
     warm = gpuc("render", fleet, "-o", out, "--cluster", "a")
     cold = gpuc("render", fleet, "-o", tmp_path / "cold", "--cluster", "a", "--no-cache")
     assert (warm.code, warm.err) == (cold.code, cold.err) and cold.code == 2 and "needs Kubernetes >= 1.34" in cold.err
+
+
+def test_a_cluster_whose_feasibility_differs_is_never_reported_unchanged(tmp_path):
+    """What the diff shows decides what the cache may skip: the same objects with a pod that no longer fits are a change."""
+    from compiler.emit.diff.compare import compare
+    from compiler.pipeline import CompileOptions, compile_fleet
+
+    fleet = write_fleet(tmp_path / "fleet", [cluster_doc("a")], {"a.yaml": [workload_doc("wa", clusters=["a"], gpu={"count": 1})]})
+    base, head = (compile_fleet(fleet, CompileOptions(detail=True)) for _ in range(2))
+    assert compare(base, head, "HEAD").clusters[0].status == "unchanged"
+    head.clusters["a"].unplaced = 1
+    assert compare(base, head, "HEAD").clusters[0].status == "changed"
