@@ -293,3 +293,13 @@ def test_a_cluster_whose_feasibility_differs_is_never_reported_unchanged(tmp_pat
     assert compare(base, head, "HEAD").clusters[0].status == "unchanged"
     head.clusters["a"].unplaced = 1
     assert compare(base, head, "HEAD").clusters[0].status == "changed"
+
+
+def test_a_changed_file_that_moves_to_an_unknown_cluster_is_still_validated(small, tmp_path):
+    fleet, out = small
+    ghost = fleet / "workloads" / "ghost.yaml"
+    ghost.write_text(GHOST.replace("nowhere", "a"))
+    assert gpuc("render", fleet, "-o", out).code == 0  # validated and in the index
+    ghost.write_text(GHOST)
+    code, err = same_as_cold(fleet, out, tmp_path)
+    assert code == 2 and "unknown cluster 'nowhere'" in err
