@@ -303,3 +303,19 @@ def test_a_changed_file_that_moves_to_an_unknown_cluster_is_still_validated(smal
     ghost.write_text(GHOST)
     code, err = same_as_cold(fleet, out, tmp_path)
     assert code == 2 and "unknown cluster 'nowhere'" in err
+
+
+def test_the_running_cluster_is_part_of_the_options_a_key_digests(tmp_path):
+    """Renders with --state are not cached today (the test above holds either way); the key is ready if they are."""
+    import kubectl
+    from test_cluster_state import cluster_items, fleet_of, held
+
+    from compiler.cache.plan import Settings
+    from compiler.load.state import read_state
+
+    fleet = fleet_of(tmp_path / "fleet", [workload_doc("llm", gpu={"count": 1})])
+    free, full = tmp_path / "free.yaml", tmp_path / "full.yaml"
+    free.write_text(kubectl.yaml_export(cluster_items(fleet)))
+    full.write_text(kubectl.yaml_export(cluster_items(fleet) + [held("a", "h100-0", range(8))]))
+    options = [Settings.of("c1", False, False, False, read_state([str(p)]), ()).options for p in (free, full)]
+    assert options[0] != options[1]
