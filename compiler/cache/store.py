@@ -1,7 +1,7 @@
 """The cache on disk: JSON only (a cache restored by CI must never run code), each file checked before use.
 
-    <dir>/gpuc-cache-2/index-<fleet>.json    the fleet's files as last built: path -> digest and documents
-    <dir>/gpuc-cache-2/<cluster>-<key>.json  one cluster's build: its warnings, counts and rendered files' digests
+    <dir>/gpuc-cache-3/index-<fleet>.json    the fleet's files as last built: path -> digest and documents
+    <dir>/gpuc-cache-3/<cluster>-<key>.json  one cluster's build: its warnings, counts and rendered files' digests
 
 An entry holds no rendered file: a hit is taken only when the output directory still holds exactly the
 files the entry describes (same digests), and those are hard-linked into the new tree. Anything that does
@@ -21,7 +21,7 @@ from typing import Any
 from ..diagnostics import Diagnostic
 from .keys import DocRef, digest
 
-FORMAT = "gpuc-cache-2"  # 2: documents carry their position and a digest of their lines
+FORMAT = "gpuc-cache-3"  # 2: documents carry their position and a digest of their lines; 3: the index has a checksum
 KEEP_PER_CLUSTER = 3  # entries kept per cluster name (the newest): a branch switch back and forth stays warm
 
 
