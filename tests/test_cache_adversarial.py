@@ -276,11 +276,11 @@ def test_a_single_cluster_render_is_as_strict_as_a_cold_one_about_the_other_clus
                          "b.yaml": [workload_doc("wb", clusters=["b"], gpu={"count": 1})]})
     out = tmp_path / "out"
     assert gpuc("render", fleet, "-o", out).code == 0
-    (fleet / "workloads" / "b.yaml").write_text(yaml.safe_dump(  # NIM on b needs Kubernetes 1.34: a rule about b
+    (fleet / "workloads" / "b.yaml").write_text(yaml.safe_dump(  # NIM Operator 3.1 on 1.33 cannot read claims: a rule about b
         workload_doc("wb", clusters=["b"], gpu={"count": 1}, model=nim_model(), secrets=NIM_SECRETS)))
     warm = gpuc("render", fleet, "-o", out, "--cluster", "a")
     cold = gpuc("render", fleet, "-o", tmp_path / "cold", "--cluster", "a", "--no-cache")
-    assert (warm.code, warm.err) == (cold.code, cold.err) and cold.code == 2 and "needs Kubernetes >= 1.34" in cold.err
+    assert (warm.code, warm.err) == (cold.code, cold.err) and cold.code == 2 and "use NIM Operator 3.0.x (before 3.1.0) on this cluster" in cold.err
 
 
 def test_a_cluster_whose_feasibility_differs_is_never_reported_unchanged(tmp_path):

@@ -39,7 +39,10 @@ def safe_plan(root: Path, settings: Settings, store: CacheStore, tree: Path | No
     """plan_build, where a fleet or tree that changes under it (a file gone between listing and reading)
     means a full build, never a failure."""
     try:
-        return plan_build(root, settings, store, tree)
+        plan = plan_build(root, settings, store, tree)
+        if plan is None and store.notes:  # a full build, and what could not be read of the cache is still said
+            return BuildPlan(Index(), [], {}, {}, notes=list(store.notes), full=True)
+        return plan
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         return BuildPlan(Index(), [], {}, {}, notes=[*store.notes, f"cache not used: {exc}"], full=True)
 
