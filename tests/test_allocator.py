@@ -17,6 +17,7 @@ from compiler.place.allocator import (
     placement_order,
 )
 from compiler.place.allocator.candidates import DeviceIndex
+from compiler.place.allocator.features import AllocatorFeatures
 from compiler.place.allocator.planner import Planner
 from compiler.place.allocator.search import allocate_on_node
 from compiler.place.allocator.state import AllocationState, ClaimResult, DeviceResult
@@ -245,7 +246,8 @@ def test_claim_limits_are_enforced():
     with pytest.raises(Exception, match="more than the limit of 32 per claim"):
         parse_claim_spec({"devices": {"requests": [request("gpu", count=33)]}})
     with pytest.raises(Exception, match="DRAConsumableCapacity"):
-        parse_claim_spec({"devices": {"requests": [request("gpu")], "constraints": [{"distinctAttribute": "gpu.nvidia.com/uuid"}]}})
+        parse_claim_spec({"devices": {"requests": [request("gpu")], "constraints": [{"distinctAttribute": "gpu.nvidia.com/uuid"}]}},
+                         AllocatorFeatures.for_minor(34))
 
 
 def test_v1beta1_claims_parse_like_v1():

@@ -210,3 +210,8 @@ def nearest_shape(parameters: float) -> ModelShape:
 
 def sizing_table() -> dict:
     return load_table("models")
+
+
+def allocator_variants() -> dict[str, frozenset[str]]:
+    """Upstream allocator implementations in the order NewAllocator tries them, with the gates each supports."""
+    return {name: frozenset(gates) for name, gates in load_table("kubernetes")["allocatorVariants"].items()}

@@ -122,7 +122,10 @@ def cluster_use(compiled: CompiledCluster, state: ClusterState, inventory: Inven
             if index is None:
                 unknown.append((i, f"{r.get('driver')}/{r.get('pool')}/{r.get('device')}"))
                 continue
-            devices.append(HeldDevice(index, _consumed(r.get("consumedCapacity"), str(r.get("driver"))), r.get("adminAccess") is True))
+            consumed = _consumed(r.get("consumedCapacity"), str(r.get("driver")))
+            if consumed is None and r.get("shareID"):
+                consumed = {}  # a share of a device that allows multiple allocations, not a dedicated allocation
+            devices.append(HeldDevice(index, consumed, r.get("adminAccess") is True))
         if unknown:
             i, name = unknown[0]
             more = f" and {len(unknown) - 1} more" if len(unknown) > 1 else ""

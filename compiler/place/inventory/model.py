@@ -50,6 +50,7 @@ class Device:
     binding_conditions: bool = False  # needs DRADeviceBindingConditions (alpha): never selectable in 1.34 defaults
     node_name: str | None = None  # per-device node selection (perDeviceNodeSelection slices)
     all_nodes: bool = False
+    node_selector: dict | None = None
     index: int = -1  # position in Inventory.devices
     slice_index: int = -1  # position in Inventory.slices
     # Devices with the same template (>= 0) publish the same driver, capacity and attributes except those
@@ -57,6 +58,7 @@ class Device:
     template: int = -1
     multi: bool = False  # allowMultipleAllocations: several claims share it while its capacity lasts
     policies: dict[str, dict[str, RequestPolicy]] | None = None  # domain -> capacity name -> its request policy
+    taints: tuple[tuple[str, str, str], ...] = ()  # (key, value, effect): DRADeviceTaints
 
     def attribute(self, qualified: str) -> AttrValue | None:
         domain, _, name = qualified.rpartition("/")
