@@ -106,7 +106,8 @@ AGREED = (
 # device.allowMultipleAllocations in CEL, devices allowing multiple allocations shared across requests and
 # claims with their counters charged once and never when held dedicated, allocationMode All with capacity
 # requests, device taints and request tolerations, distinctAttribute, the per-claim limit pruning
-# firstAvailable alternatives, and "E" (exa) quantities.
+# firstAvailable alternatives, "E" (exa) quantities, and the 1.35+ pool rules (incomplete and invalid pools,
+# bad counter references included, skipped; a node where nothing fits beside an invalid pool is an error).
 FIXED = (
     "admin-access-disabled", "all-devices-some-allocated-admin-access", "all-devices-some-allocating-admin-access",
     "allow-multiple-allocations-exclude-multi-allocatable-device-by-class-selector",
@@ -147,19 +148,24 @@ FIXED = (
     "distinct-constraint-single-request-not-enough-distinct-values",
     "distinct-constraint-two-multi-allocatable-devices-with-distinct-constraint",
     "distinct-constraint-two-requests-with-count-not-distinct",
+    "invalid-pool-is-ok-if-devices-can-be-allocated-from-other",
     "lexicographical-sorting-slices-with-binding-conditions",
     "list-attributes-distinct-constraint-scalar-string-values-all-distinct",
     "list-attributes-distinct-constraint-scalar-string-values-not-distinct",
     "list-attributes-distinct-constraint-single-request-count-3-all-distinct",
     "list-attributes-distinct-constraint-single-request-count-3-not-distinct",
-    "partitionable-consumable-capacity-shared-device-counter-not-recharged",
+    "multi-host-resource-pool-incomplete-update-from-node-2-to-node-1", "no-allocation-from-incomplete-pools",
+    "obsolete-slice", "partitionable-consumable-capacity-shared-device-counter-not-recharged",
     "partitionable-devices-counter-quantities-are-not-modified",
+    "partitionable-devices-device-counter-consumption-references-counter-set-in-other-pool",
+    "partitionable-devices-device-counter-consumption-references-unknown-counter-in-counter-set",
     "partitionable-devices-disabled-device-consumes-counters",
     "partitionable-devices-disabled-other-device-do-not-consume-counters",
     "partitionable-devices-disabled-per-device-node-selection",
     "partitionable-devices-per-device-node-selection-node-selector",
     "partitionable-devices-per-device-node-selection-node-selector-multiple-devices",
-    "partitionable-devices-taint-releases-counter", "partitionable-devices-with-binding-conditions",
+    "partitionable-devices-taint-releases-counter", "partitionable-devices-validation-error-on-non-targeting-slice",
+    "partitionable-devices-with-binding-conditions",
     "partitionable-devices-with-binding-conditions-and-taints-tolerated",
     "partitionable-devices-with-binding-conditions-multi-slices",
     "partitionable-devices-with-binding-conditions-multiple",

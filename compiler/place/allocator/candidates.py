@@ -55,7 +55,13 @@ class DeviceIndex:
         self.node_of: list[str | None] = [d.node_name or slices[d.slice_index].node_name for d in inventory.devices]
         self._bound_pools: dict[str, list[tuple[str, str]]] = {}
         self._floating_slices = [s for s in slices if s.node_name is None]
-        invalid = {key for key, pool in inventory.pools.items() if pool.invalid}
+        invalid = {key for key, pool in inventory.pools.items() if self.pool_invalid(pool)}
+        # 1.35 on: devices of incomplete or invalid pools are skipped, not used or fatal
+        self._unusable = invalid | {key for key, pool in inventory.pools.items() if pool.incomplete} \
+            if features.skips_unusable_pools else set()
+        self.any_invalid = bool(invalid) and features.skips_unusable_pools  # 1.35+: a failing pod may be an error
+        if self._unusable:
+            invalid = set()
         # Devices of pools that repeat a device name: the search fails when it reaches one (usually empty).
         self._binding = not features.binding and any(d.binding_conditions for d in inventory.devices)
         # Without DRAPartitionableDevices the scheduler sees neither devices consuming counters nor slices
@@ -74,7 +80,7 @@ class DeviceIndex:
         """`candidates` that pass every selector, plus those in `errors` or on which a selector fails (added
         to `errors`), in candidate order. Devices with binding conditions are candidates only with the gates on."""
         devices = self.inventory.devices
-        if errors or self._binding or self._unpartitioned:
+        if errors or self._binding or self._unpartitioned or self._unusable:
             remaining = tuple(i for i in candidates if i not in errors and self._visible(devices[i]))
         else:
             remaining = tuple(candidates)  # the usual case, without a pass over every device
@@ -90,6 +96,8 @@ class DeviceIndex:
     def _visible(self, device: Device) -> bool:
         """Whether the features on let the scheduler see the device at all."""
         if self._binding and device.binding_conditions:
+            return False
+        if self._unusable and self.inventory.pool_of(device) in self._unusable:
             return False
         return not (self._unpartitioned and (device.consumes or self.inventory.slices[device.slice_index].per_device_node_selection))
 
@@ -175,6 +183,22 @@ class DeviceIndex:
                     keys.append((s.driver, s.pool))
             found = self._node_pools[node] = [self.inventory.pools[k] for k in keys]
         return found
+
+    def pool_invalid(self, pool: PoolState) -> bool:
+        """A device name repeated, or (with partitionable devices, as the 1.35+ allocator checks) bad counters."""
+        return pool.invalid or bool(self.features.skips_unusable_pools and self.features.on("DRAPartitionableDevices")
+                                    and pool.counter_problem)
+
+    def invalid_on(self, node: str) -> str:
+        """Why an invalid pool the allocator gathers for `node` is invalid ("" when none is): the 1.35+ allocator
+        fails a node where nothing fits with this, so the pod is reported as an error, not as Pending."""
+        if not self.features.skips_unusable_pools:
+            return ""
+        for pool in self.node_pools(node):
+            if self.pool_invalid(pool):
+                why = f"device '{pool.duplicate}' is published twice" if pool.duplicate else pool.counter_problem
+                return f"resource pool {pool.driver}/{pool.name} is invalid ({why})"
+        return ""
 
     def describe(self, index: int) -> str:
         device: Device = self.inventory.devices[index]

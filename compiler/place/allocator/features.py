@@ -12,26 +12,30 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 
-from ...facts.platform import allocator_variants, dra_gates
+from ...facts.platform import allocator_variants, dra_gates, pools_skipped_from
 
 # The gates upstream's Features struct pairs into one feature (Features.Set names it "A+B").
 PAIRED = ("DRADeviceBindingConditions", "DRAResourceClaimDeviceStatus")
 
 
+NEWEST = 37  # the minor of the allocator gpuc follows when no cluster version is given (the upstream table's)
+
+
 @dataclass(frozen=True)
 class AllocatorFeatures:
     gates: frozenset[str]
+    minor: int = NEWEST  # behaviour that changed between minors without a gate follows this minor
 
     @classmethod
-    def of(cls, names: Iterable[str]) -> AllocatorFeatures:
+    def of(cls, names: Iterable[str], minor: int = NEWEST) -> AllocatorFeatures:
         """From gate names; upstream's paired "DRADeviceBindingConditions+DRAResourceClaimDeviceStatus" too."""
-        return cls(frozenset(part for name in names for part in name.split("+")))
+        return cls(frozenset(part for name in names for part in name.split("+")), minor)
 
     @classmethod
     @cache
     def for_minor(cls, minor: int) -> AllocatorFeatures:
         """The gates Kubernetes 1.<minor> turns on by default."""
-        return cls(frozenset(name for name, gate in dra_gates().items() if gate.on_by_default(minor)))
+        return cls(frozenset(name for name, gate in dra_gates().items() if gate.on_by_default(minor)), minor)
 
     def on(self, gate: str) -> bool:
         return gate in self.gates
@@ -40,6 +44,11 @@ class AllocatorFeatures:
     def binding(self) -> bool:
         """Binding conditions are one feature upstream: both gates must be on."""
         return all(g in self.gates for g in PAIRED)
+
+    @property
+    def skips_unusable_pools(self) -> bool:
+        """Incomplete and invalid pools are skipped (not used, not fatal): data/kubernetes.yaml allocatorPools."""
+        return self.minor >= pools_skipped_from()
 
     @property
     def variant(self) -> str:

@@ -122,6 +122,11 @@ class Planner:
         if best is not None:
             self.state.commit(best[2])
             return self._outcome(pod, best[1], done + best[2])
+        invalid = next((why for node in (sorted(pinned) if pinned else self.nodes) if (why := self.index.invalid_on(node))), "") \
+            if self.index.any_invalid else ""
+        if invalid:
+            return self._failed(pod, f"invalid resource pools were encountered: {invalid}; the scheduler fails the pod when "
+                                     "it fits no node and an invalid pool was seen (the driver must republish the pool)", error=True)
         if pinned:
             node = next(iter(pinned))
             return self._failed(pod, f"it must run on node {node}, where its shared claim is allocated, but "

@@ -105,7 +105,7 @@ PLACEMENT_NOTES = (
     "devices and nodes are taken in a fixed documented order; the real scheduler may pick a different but "
     "equivalent device or node",
     "not modelled, so answers involving them could differ from the scheduler's: list-typed and derived attributes, "
-    "compatibility groups, per-node pool generations and invalid counter references, capacity requests that overflow "
+    "compatibility groups, per-node pool generations, capacity requests that overflow "
     "int64 (README: Where gpuc's allocator differs from the scheduler)",
 )
 
