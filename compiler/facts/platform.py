@@ -217,3 +217,13 @@ def nearest_shape(parameters: float) -> ModelShape:
 
 def sizing_table() -> dict:
     return load_table("models")
+
+
+def allocator_variants() -> dict[str, frozenset[str]]:
+    """Upstream allocator implementations in the order NewAllocator tries them, with the gates each supports."""
+    return {name: frozenset(gates) for name, gates in load_table("kubernetes")["allocatorVariants"].items()}
+
+
+def pools_skipped_from() -> int:
+    """The first minor whose allocator skips incomplete and invalid pools instead of using or failing on them."""
+    return int(str(load_table("kubernetes")["allocatorPools"]["skipUnusableFrom"]).split(".")[1])
