@@ -25,7 +25,9 @@ STATUS_EXPORT = ("kubectl get nodes,resourceslices,resourceclaims,resourceclaimt
 def _print_diagnostics(diagnostics, as_json: bool) -> None:
     if as_json:
         return
-    for d in diagnostics:
+    from .validate.secrets import redacted
+
+    for d in redacted(diagnostics):
         print(d.render(), file=sys.stderr)
 
 
@@ -50,7 +52,10 @@ def _guarded(run: Callable[[argparse.Namespace], int], outcome: str = "") -> Cal
         try:
             return run(args)
         except InputError as exc:
+            from .validate.secrets import redacted
+
             code = EXIT_FINDINGS if isinstance(exc, InfeasibleError) else EXIT_INPUT
+            exc.diagnostics = redacted(exc.diagnostics)  # whatever quoted input before the documents were scanned
             if getattr(args, "output", "text") in CI_OUTPUTS:
                 _ci_report(exc.diagnostics, args.output)
                 errors = sum(1 for d in exc.diagnostics if d.severity == "error")
@@ -204,8 +209,22 @@ def _check_targets(out: Path, clusters: list[str]) -> None:
         raise InputError([Diagnostic(str(out), 0, "-o", f"cannot read the output directory: {exc.strerror or exc}",
                                      "check the directory's permissions")]) from None
     if foreign:
-        raise InputError([Diagnostic(str(p), 0, "-o", "holds files gpuc did not write, and a render replaces it whole",
-                                     "move them elsewhere, or render into another directory") for p in foreign])
+        raise InputError([
+            Diagnostic(str(p), 0, "-o", "holds files gpuc did not write, and a render replaces it whole",
+                       "move them elsewhere, or render into another directory") if p.parent == out else
+            Diagnostic(str(p), 0, "-o", f"gpuc did not write this file, and a render replaces (or removes) {p.relative_to(out).parts[0]}/ whole",
+                       "move it out of the rendered cluster directories (e.g. beside them in -o), or delete it")
+            for p in foreign])
+
+
+def _release(lock: int | None, created: list[Path]) -> None:
+    """Remove the directories a failed first render made (innermost first: no new parent is left behind), then
+    let the next render have the output directory."""
+    for directory in reversed(created):
+        with contextlib.suppress(OSError):
+            directory.rmdir()
+    if lock is not None:
+        os.close(lock)
 
 
 @functools.partial(_guarded, outcome="nothing was written")
@@ -215,17 +234,25 @@ def cmd_render(args: argparse.Namespace) -> int:
     import shutil
 
     from .diagnostics import Diagnostic, InputError
-    from .emit.staging import StagingError, stage_cluster, stage_tree, swap_in
+    from .emit.staging import Busy, StagingError, leaving_clusters, lock_tree, make_dirs, stage_cluster, stage_tree, swap_in
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise InputError([Diagnostic(str(out), 0, "-o", "is a file; gpuc renders into a directory", "pass a directory path to -o")])
-    created = not out.exists()
-    try:
+    created: list[Path] = []
+    lock: int | None = None
+    try:  # one render at a time writes a directory: the lock is held until the swapped tree is clean
+        created = make_dirs(out)
+        lock = lock_tree(out)
         staging = stage_tree(out)
-    except OSError as exc:
+    except (OSError, Busy) as exc:
+        _release(lock, created)
+        if isinstance(exc, Busy):
+            raise InputError([Diagnostic(str(out), 0, "-o", "another gpuc render is writing this directory now",
+                                         "wait for it to finish and render again, or render into another directory")]) from None
         raise _cannot_write(out, exc.strerror or str(exc)) from None
     done = False
+    store = planned = None
     try:
         state = _state(args)
         store = _cache(args)
@@ -243,7 +270,7 @@ def cmd_render(args: argparse.Namespace) -> int:
         built.raise_if_failed()
         kept = tuple(plan.hits) if plan is not None else ()  # already in out/ exactly as they would be written
         trees = {c.name: c.paths for c in built.clusters.values()}
-        _check_targets(out, [c for c in trees if c not in kept])
+        _check_targets(out, [c for c in trees if c not in kept] + (leaving_clusters(out, [*trees, *kept]) if args.cluster is None else []))
         try:
             swap_in(out, staging, [c for c in trees if c not in kept], prune_other_clusters=args.cluster is None, kept=kept)
         except OSError as exc:
@@ -251,15 +278,14 @@ def cmd_render(args: argparse.Namespace) -> int:
         done = True
         if store is not None:
             remember(store, Path(args.fleet), plan, built, out)
-            for note in (plan.notes if plan is not None else []) + store.notes:
-                print(f"gpuc: note: {note}", file=sys.stderr)
     except StagingError as exc:  # a build worker could not write its cluster
         raise _cannot_write(out, str(exc)) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-        if created and not done:
-            with contextlib.suppress(OSError):
-                out.rmdir()  # a failed first render leaves no empty directory behind
+        if store is not None:  # what the cache could not be trusted with, also when the render failed
+            for note in (planned.notes if planned is not None else []) + store.notes:
+                print(f"gpuc: note: {note}", file=sys.stderr)
+        _release(lock, [] if done else created)
     if args.output in CI_OUTPUTS:
         _ci_report(built.warnings, args.output)
     elif args.output == "json":

@@ -144,7 +144,8 @@ class Findings:
         def clean(text: str) -> str:
             return pattern.sub("<redacted>", text) if pattern else text
         if secrets:
-            self._items = [Diagnostic(d.file, d.line, d.path, clean(d.message), clean(d.hint), d.severity) for d in self._items]
+            self._items = [Diagnostic(d.file, d.line, clean(d.path), clean(d.message), clean(d.hint), d.severity, d.code)
+                           for d in self._items]
 
     def raise_if_errors(self) -> None:
         if self.errors:

@@ -46,20 +46,21 @@ def compile_cached(root: Path, options: CompileOptions, plan: BuildPlan | None, 
     outcomes: dict[str, ClusterOutcome] = {}
     warnings: set[Diagnostic] = set()
     fleet = Fleet(root)
-    if misses:
-        needed = set(plan.class_files).union(*(plan.needs[m] for m in misses))
+    if misses or plan.fresh:  # files no build validated are read even when every cluster is a hit
+        needed = set(plan.class_files).union(plan.fresh, *(plan.needs[m] for m in misses))
         wanted = set().union(*(plan.documents[m] for m in misses))
 
         def keep(doc: SourceDoc) -> bool:
-            """The rebuilt clusters' workloads, and every device class: a file's workloads of other clusters are
-            theirs (unchanged, or they would be rebuilt too), and neither checked nor built here."""
-            return (doc.file, doc.index) in wanted or not (isinstance(doc.value, dict) and doc.value.get("kind") == "GpuWorkload")
+            """The rebuilt clusters' workloads, every device class, and everything of a file no build validated yet:
+            a file's workloads of other clusters are theirs (unchanged, or they would be rebuilt too)."""
+            return doc.file in plan.fresh or (doc.file, doc.index) in wanted \
+                or not (isinstance(doc.value, dict) and doc.value.get("kind") == "GpuWorkload")
 
         partial = compile_fleet(load(root, options.jobs, select=needed.__contains__, keep=keep),
                                 dataclasses.replace(options, subset=frozenset(misses), digests=True), write=write, built=built)
         fleet, warnings = partial.fleet, set(partial.warnings)
         outcomes.update(partial.clusters)
-    else:
+    if not misses:
         warnings.update(unread(root))  # what a load reports of the fleet's layout, found again each run
     for name, entry in plan.hits.items():
         counts = entry.counts

@@ -42,6 +42,7 @@ from .validate.documents import CheckedDocument, Fleet, build_fleet
 from .validate.resolution import resolve_clusters
 from .validate.resolved import ResolvedCluster
 from .validate.rules import check_intents
+from .validate.secrets import redacted
 from .validate.state_models import models_from_state, provider_from_state
 
 # Called in the process that built a cluster that passed every check, with its rendered files and
@@ -269,7 +270,7 @@ def _same_on_both_sides(head: Path, base: Path | None, options: CompileOptions, 
 
     def needs(plan: BuildPlan) -> _Side:
         built = [name for name in plan.clusters if name not in same]
-        return _Side(frozenset(built), set(plan.class_files).union(*(plan.needs.get(name, set()) for name in built)))
+        return _Side(frozenset(built), set(plan.class_files).union(plan.fresh, *(plan.needs.get(name, set()) for name in built)))
 
     return same, needs(now), needs(then)
 
@@ -315,7 +316,7 @@ def _compile_base(base_dir: Path, ref: str, options: CompileOptions, same: set[s
     try:
         return _compile_side(base_dir, options, same, side), []
     except InputError as exc:
-        return None, [_at_base(d, ref) for d in exc.diagnostics]
+        return None, [_at_base(d, ref) for d in redacted(exc.diagnostics)]  # the report quotes them: no credential
 
 
 def _at_base(d: Diagnostic, ref: str) -> Diagnostic:

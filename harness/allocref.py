@@ -17,18 +17,11 @@ class NodeAnswer:
     results: list[dict[str, Any]]  # one AllocationResult per claim, in claim order
     error: str
 
-    def devices(self) -> list[list[tuple[str, str, str]]]:
-        """Per claim, the (request, pool, device) triples the allocator chose, in result order."""
-        return [[(r["request"], r["pool"], r["device"]) for r in res["devices"].get("results", [])] for res in self.results]
-
 
 @dataclass(frozen=True)
 class Answer:
     allocator: str  # which upstream implementation the feature set selected: stable, incubating, experimental
     nodes: list[NodeAnswer]
-
-    def on(self, node: str) -> NodeAnswer:
-        return next(a for a in self.nodes if a.node == node)
 
 
 class AllocrefError(RuntimeError):

@@ -198,7 +198,7 @@ def _start_etcd_and_apiserver(cp: ControlPlane, gates: dict[str, bool], runtime_
     tokens.write_text(f'{ADMIN_TOKEN},admin,1,"system:masters"\n{VIEWER_TOKEN},viewer,2\n')
     minor = cp.minor
     runtime, gate = _DRA_BETA_SWITCHES.get(minor, ("", ""))
-    all_gates = dict(item.split("=") for item in gate.split(",") if item) | {k: str(v).lower() for k, v in gates.items()}
+    all_gates = {k: v == "true" for k, v in (item.split("=") for item in gate.split(",") if item)} | gates
     cp.port = _free_port()
     argv = [
         str(components.binary(f"kube-apiserver-{cp.release.version}")),
@@ -214,7 +214,7 @@ def _start_etcd_and_apiserver(cp: ControlPlane, gates: dict[str, bool], runtime_
     if runtime_all:
         argv += ["--runtime-config", runtime_all]
     if all_gates:
-        argv += ["--feature-gates", ",".join(f"{k}={v}" for k, v in sorted(all_gates.items()))]
+        argv += ["--feature-gates", _gates_flag(all_gates)]
     if cp.emulated_minor:
         argv += ["--emulated-version", cp.emulated_minor]
     cp._spawn("kube-apiserver", argv)

@@ -26,6 +26,15 @@ def _own_build_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("GPUC_CACHE_DIR", str(tmp_path_factory.mktemp("gpuc-cache")))
 
 
+@pytest.fixture(autouse=True)
+def _fleet_relative_paths_reset():
+    """The CLI shows paths from the fleet it was given (a process-wide setting): no test sees another's."""
+    yield
+    from compiler.diagnostics import show_paths_from
+
+    show_paths_from(None)
+
+
 @dataclass
 class Result:
     code: int

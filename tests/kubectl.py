@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+from collections.abc import Callable
 from itertools import count
 from typing import Any
 
@@ -142,7 +143,9 @@ class ApiServer:
     read runs the real Kubernetes Python client end to end: discovery, paging (`limit`/`continue`), label
     selectors, list items without apiVersion/kind as the server sends them, and 403 for `forbidden` plurals."""
 
-    def __init__(self, items: list[dict[str, Any]], forbidden: tuple[str, ...] = (), page: int | None = None) -> None:
+    def __init__(self, items: list[dict[str, Any]], forbidden: tuple[str, ...] = (), page: int | None = None,
+                 hostile: Callable[[list[str], dict[str, str]], tuple[int, bytes] | None] | None = None) -> None:
+        """`hostile` may answer a request (path parts, query) itself, with any status and body, or hang (sleep)."""
         import threading
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -175,6 +178,13 @@ class ApiServer:
                 query = {k: v[0] for k, v in parse_qs(url.query).items()}
                 server.requests.append(self.path)
                 parts = [p for p in url.path.split("/") if p]
+                answer = hostile(parts, query) if hostile is not None else None
+                if answer is not None:
+                    self.send_response(answer[0])
+                    self.send_header("Content-Length", str(len(answer[1])))
+                    self.end_headers()
+                    self.wfile.write(answer[1])
+                    return
                 if parts == ["apis"]:
                     groups: dict[str, list[str]] = {}
                     for group, version, _ in sorted(store):

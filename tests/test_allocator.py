@@ -17,6 +17,7 @@ from compiler.place.allocator import (
     placement_order,
 )
 from compiler.place.allocator.candidates import DeviceIndex
+from compiler.place.allocator.features import AllocatorFeatures
 from compiler.place.allocator.planner import Planner
 from compiler.place.allocator.search import allocate_on_node
 from compiler.place.allocator.state import AllocationState, ClaimResult, DeviceResult
@@ -113,11 +114,10 @@ def test_all_mode_skips_a_node_with_one_matching_device_in_use():
 def test_all_mode_refuses_an_incomplete_pool_with_an_error():
     slices = [ResourceSlice("n1-a", GPU, "n1", 1, 2, [dev("gpu-0")], node_name="n1")]  # 1 of 2 slices published
     inv = build_inventory("test", "synthesized", "resource.k8s.io/v1", slices, [NodeInfo("n1", "pool")])
-    planner = Planner(inv, CLASSES)
+    planner = Planner(inv, CLASSES, features=AllocatorFeatures.for_minor(34))  # 1.35 on skips incomplete pools
     outcome = planner.place(pod("all-0", claim("team/all-0-gpu", [request("gpu", allocationMode="All")])))
     assert outcome.error and "resource pool gpu.nvidia.com/n1 is incomplete (1 of 2 slices)" in outcome.reason
-    # nor does ExactCount allocate from it: the scheduler skips incomplete pools (allocator_stable.go, 1.37)
-    assert not planner.place(pod("one-0", claim("team/one-0-gpu", [request("gpu")]))).placed
+    assert planner.place(pod("one-0", claim("team/one-0-gpu", [request("gpu")]))).node == "n1"  # ExactCount may use it (to 1.34)
 
 
 def test_first_available_falls_back_in_order():
@@ -217,8 +217,8 @@ def test_an_invalid_pool_fails_exact_count_when_the_search_reaches_it():
     slices = [ResourceSlice("n1-a", GPU, "n1", 1, 2, [dev("gpu-0")], node_name="n1"),
               ResourceSlice("n1-b", GPU, "n1", 1, 2, [dev("gpu-0")], node_name="n1")]
     inv = build_inventory("test", "synthesized", "resource.k8s.io/v1", slices, [NodeInfo("n1", "pool")])
-    outcome = Planner(inv, CLASSES).place(pod("w-0", claim("team/w-0-gpu", [request("gpu", count=2)])))
-    assert not outcome.placed and outcome.error  # never the same device twice in one claim
+    outcome = Planner(inv, CLASSES, features=AllocatorFeatures.for_minor(34)).place(pod("w-0", claim("team/w-0-gpu", [request("gpu", count=2)])))
+    assert not outcome.placed and outcome.error  # never the same device twice in one claim (1.34: fatal when reached)
     assert "resource pool gpu.nvidia.com/n1, which is invalid: device 'gpu-0' is published in more than one" in outcome.reason
     assert "the driver must publish each device once" in outcome.reason
 
@@ -246,7 +246,8 @@ def test_claim_limits_are_enforced():
     with pytest.raises(Exception, match="more than the limit of 32 per claim"):
         parse_claim_spec({"devices": {"requests": [request("gpu", count=33)]}})
     with pytest.raises(Exception, match="DRAConsumableCapacity"):
-        parse_claim_spec({"devices": {"requests": [request("gpu")], "constraints": [{"distinctAttribute": "gpu.nvidia.com/uuid"}]}})
+        parse_claim_spec({"devices": {"requests": [request("gpu")], "constraints": [{"distinctAttribute": "gpu.nvidia.com/uuid"}]}},
+                         AllocatorFeatures.for_minor(34))
 
 
 def test_v1beta1_claims_parse_like_v1():

@@ -230,3 +230,52 @@ def test_a_pod_that_finds_its_gpus_taken_by_the_fleet_names_the_workloads_holdin
     result = gpuc("plan", fleet, "--cluster", "c1")
     assert result.code == 1, result.out + result.err
     assert "16 match, 16 are allocated (16 by earlier pods of research/train-a, research/train-b)" in result.out
+
+
+def shared_fleet(root: Path) -> Path:
+    """One node of 8 H100s whose memory is shared (Fractional: driver 0.5.1, Kubernetes 1.36), a 16Gi fraction to place."""
+    pool = {"name": "h100", "nodes": 1, "gpu": {"model": "H100-80GB", "count": 8}}
+    return write_fleet(root, [cluster_doc(kubernetes="1.36", driver="0.5.1", pools=[pool])],
+                       {"w.yaml": [workload_doc("frac", gpu={"sharing": "Fractional", "memory": "16Gi"})]})
+
+
+def consuming(name: str, gpu: int, memory: str | None, admin: bool = False) -> dict:
+    claim = held(name, "h100-0", range(gpu, gpu + 1))
+    result = claim["status"]["allocation"]["devices"]["results"][0]
+    if memory is not None:
+        result["consumedCapacity"] = {"memory": memory}
+    if admin:
+        result["adminAccess"] = True
+    return claim
+
+
+@pytest.mark.parametrize("memory,fits", [("70Gi", False), ("16Gi", True)])
+def test_capacity_running_claims_consume_is_counted_as_consumed(tmp_path, export, memory, fits):
+    """Claims sharing each GPU by memory leave 80Gi - what they consume: 10Gi (no room for 16Gi) or 64Gi (room)."""
+    fleet = shared_fleet(tmp_path / "f")
+    items = cluster_items(fleet) + [consuming(f"other-{i}", i, memory) for i in range(8)]
+    result = gpuc("plan", fleet, "--cluster", "c1", "--state", export(items), "--output", "json")
+    assert result.code == (0 if fits else 1), result.err
+    report = json.loads(result.out)["clusters"][0]
+    assert len(report["inUseBefore"]["claims"]) == 8
+    assert bool(report["pods"][0].get("node")) is fits
+
+
+def test_admin_access_claims_hold_no_device(tmp_path, export):
+    fleet = fleet_of(tmp_path / "f", [workload_doc("llm", gpu={"count": 1})])
+    admins = [consuming(f"monitor-{n}", 0, None, admin=True) for n in range(1)]
+    items = cluster_items(fleet) + [held("train-a", "h100-0", range(8)), held("train-b", "h100-1", range(1, 8))]
+    for claim in admins:  # the only free GPU, h100-1's gpu-0, is watched by an admin-access claim: still free
+        claim["status"]["allocation"]["devices"]["results"][0]["pool"] = "h100-1"
+    result = gpuc("plan", fleet, "--cluster", "c1", "--state", export(items + admins), "--output", "json")
+    assert result.code == 0, result.out + result.err
+    assert json.loads(result.out)["clusters"][0]["pods"][0]["node"] == "h100-1"
+
+
+def test_a_live_list_covers_what_was_written_only_at_the_same_length():
+    """Drift: the API server adds defaults inside list items, but a list that lost or gained an item has drifted."""
+    from compiler.load.state import covers
+
+    assert covers({"tolerations": [{"key": "a"}]}, {"tolerations": [{"key": "a", "operator": "Exists"}], "status": {}})
+    assert not covers({"tolerations": [{"key": "a"}, {"key": "b"}]}, {"tolerations": [{"key": "a"}]})
+    assert not covers({"tolerations": [{"key": "a"}]}, {"tolerations": [{"key": "a"}, {"key": "b"}]})

@@ -193,20 +193,20 @@ def test_init_scaffolds_a_fleet_that_validates_quietly(tmp_path):
 
 
 def test_init_says_what_gpu_cluster_mode_needs(tmp_path):
-    """Switching the scaffold to gpuCluster mode warns about the driver root, and the scaffold's comment and the
-    warning's hint both say what to set; with it set, the fleet validates quietly again."""
+    """The scaffold's comment says what gpuCluster mode needs. Switched to it, the fleet validates quietly either way:
+    with the driver root /run/nvidia/driver the GPU Operator installs the driver (its NVIDIADriver CR), with `/` the
+    host's driver is used and the chart's driver is off (issue 26: the chart's own validations)."""
     assert gpuc("init", tmp_path / "fleet", "--cluster", "lab").code == 0
     path = tmp_path / "fleet" / "clusters" / "lab.yaml"
     text = path.read_text()
     assert '"/" when the' in text and "gpuCluster (v26.7+: set nvidiaDriverRoot too)" in text
     text = text.replace("mode: helm ", "mode: gpuCluster ").replace("version: v25.10.1", "version: v26.7.0")
-    path.write_text(text)
-    warned = gpuc("validate", tmp_path / "fleet")
-    assert warned.code == 0 and "nothing provides one under /run/nvidia/driver" in warned.err
-    assert "nvidiaDriverRoot: /" in warned.err  # the hint
-    path.write_text(text.replace("nvidiaDriverRoot: /run/nvidia/driver", "nvidiaDriverRoot: /"))
-    quiet = gpuc("validate", tmp_path / "fleet")
-    assert quiet.code == 0 and quiet.err == "", quiet.err
+    for root in ("/run/nvidia/driver", "/"):
+        path.write_text(text.replace("nvidiaDriverRoot: /run/nvidia/driver", f"nvidiaDriverRoot: {root}"))
+        quiet = gpuc("render", tmp_path / "fleet", "-o", tmp_path / f"out{len(root)}")
+        assert quiet.code == 0 and quiet.err == "", quiet.err
+        values = yaml.safe_load((tmp_path / f"out{len(root)}" / "lab" / "values" / "gpu-operator.yaml").read_text())
+        assert values["driver"] == ({"nvidiaDriverCRD": {"enabled": True}} if root != "/" else {"enabled": False})
 
 
 def test_the_schema_describes_every_field_and_completes_models_and_profiles():

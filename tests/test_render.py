@@ -91,8 +91,12 @@ def test_stale_files_and_removed_clusters_disappear(fleet, tmp_path):
     (out / "not-gpuc" / "keep.txt").write_text("mine")
     (path / "workloads" / "w.yaml").write_text(yaml.safe_dump(workload_doc(gpu={"count": 2})))
     (path / "clusters" / "c2.yaml").unlink()
+    refused = gpuc("render", path, "-o", out)
+    assert refused.code == 2 and f"{out / 'c1' / 'stray.yaml'}: error: -o: gpuc did not write this file" in refused.err
+    assert old_claim.exists() and (out / "c2").exists(), "a refused render changes nothing"
+    (out / "c1" / "stray.yaml").unlink()
     render(path, out)
-    assert not old_claim.exists() and not (out / "c1" / "stray.yaml").exists()
+    assert not old_claim.exists()
     assert not (out / "c2").exists(), "a cluster removed from the fleet loses its rendered directory"
     assert (out / "not-gpuc" / "keep.txt").read_text() == "mine", "directories gpuc did not write are left alone"
     assert len(list((out / "c1").glob("3-resourceclaimtemplate-*"))) == 1

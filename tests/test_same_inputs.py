@@ -30,7 +30,7 @@ def test_each_compiling_command_reads_the_running_cluster(command):
 
 @pytest.fixture
 def nim_fleet(tmp_path):
-    return write_fleet(tmp_path / "fleet", [cluster_doc()], {
+    return write_fleet(tmp_path / "fleet", [cluster_doc(gpuOperator={"version": "v26.7.0"})], {
         "chat.yaml": [workload_doc("chat", "serving", model=nim_model(), secrets=NIM_SECRETS, gpu={"count": "auto"})],
         "train.yaml": [workload_doc("train", "research", gpu={"count": 2})]})
 

@@ -120,3 +120,34 @@ def test_a_killed_render_leaves_the_previous_tree_and_is_cleaned_up_next_time(fl
     assert [p for p in out.iterdir() if p.name.startswith(TMP_PREFIX)], "the killed render left its staging directory"
     assert gpuc("render", path, "-o", out).code == 0
     assert not [p for p in out.iterdir() if p.name.startswith(TMP_PREFIX)], "the next render removes it"
+
+
+PRIVATE_KEY = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n-----END RSA PRIVATE KEY-----\n"
+GH_TOKEN = "ghp_" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp9"
+
+
+@pytest.mark.parametrize("values,secret", [
+    ({"webhook": {"caBundle": PRIVATE_KEY}}, "-----BEGIN RSA PRIVATE KEY-----"),  # public key name, private content
+    ({"kubeletPlugin": {"tls": {"caBundle": GH_TOKEN}}}, GH_TOKEN),
+    ({GH_TOKEN: "x"}, GH_TOKEN),  # a token as a mapping key
+    ({"webhook": {"nvapi-AbCdEfGhIjKlMnOpQrStUvWx": True}}, "nvapi-AbCdEfGhIjKlMnOpQrStUvWx"),
+])
+def test_credentials_under_any_key_and_as_keys_are_refused_and_redacted(fleet, tmp_path, values, secret):
+    path = fleet(clusters=[cluster_doc(draDriver={"values": values})])
+    for args in [("validate",), ("render", "-o", tmp_path / "out"), ("validate", "--output", "json"), ("validate", "--output", "sarif")]:
+        result = gpuc(args[0], path, *args[1:])
+        assert result.code == 2 and "looks like" in result.out + result.err
+        assert secret not in result.out + result.err and secret.lower() not in (result.out + result.err).lower()
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_public_key_name_still_holds_certificates(fleet, tmp_path):
+    cert = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJrVENCK3dJSkFLSEhJRzBHOGhoeE1BMEdDU3FHU0liM0RRRUJDd1VB"
+    path = fleet(clusters=[cluster_doc(draDriver={"version": "25.12.0", "values": {"webhook": {"tls": {"mode": "secret", "secret": {"name": "tls", "caBundle": cert}}}}})])
+    assert gpuc("render", path, "-o", tmp_path / "out").code == 0
+
+
+def test_a_credential_quoted_by_a_yaml_error_is_redacted(fleet):
+    text = f"apiVersion: gpuc.dev/v1alpha1\nkind: GpuWorkload\nmetadata: {{name: w, namespace: t}}\nspec:\n  {GH_TOKEN}: 1\n  {GH_TOKEN}: 2\n"
+    result = gpuc("validate", fleet(workloads={"w.yaml": text}))
+    assert result.code == 2 and "duplicate key" in result.err and GH_TOKEN not in result.err

@@ -334,3 +334,31 @@ def test_mig_pools_without_nodes_in_the_state_are_a_skip_not_silence(cluster, tm
     items = [i for i in healthy(compiled) if not (i["kind"] == "Node" and i["metadata"]["name"].startswith("a100"))]
     _, report = status(root, items, tmp_path)
     assert levels(report, "mig-config") == [("skip", "no node of the MIG pools (a100) is in the cluster state")]
+
+
+MALFORMED = {
+    "attributes as a list": lambda items: _find(items, "ResourceSlice")["spec"]["devices"][0].__setitem__("attributes", [1, 2]),
+    "capacity as a list": lambda items: _find(items, "ResourceSlice")["spec"]["devices"][0].__setitem__("capacity", ["80Gi"]),
+    "an attribute as a string": lambda items: _find(items, "ResourceSlice")["spec"]["devices"][0]["attributes"].__setitem__(
+        "productName", "H100"),
+    "devices as a mapping": lambda items: _find(items, "ResourceSlice")["spec"].__setitem__("devices", {"gpu-0": {}}),
+    "labels as a list": lambda items: _node(items, "h100-0")["metadata"].__setitem__("labels", ["a=b"]),
+    "annotations as a list": lambda items: _find(items, "ResourceClaim")["metadata"].__setitem__("annotations", ["x"]),
+    "spec as a list": lambda items: _find(items, "ResourceClaim").__setitem__("spec", ["x"]),
+    "allocation results as a mapping": lambda items: _find(items, "ResourceClaim")["status"]["allocation"]["devices"].__setitem__(
+        "results", {"a": 1}),
+    "taints as a mapping": lambda items: _node(items, "h100-0").setdefault("spec", {}).__setitem__("taints", {"a": 1}),
+}
+
+
+@pytest.mark.parametrize("what", sorted(MALFORMED))
+def test_a_malformed_export_is_a_finding_not_a_crash(cluster, tmp_path, what):
+    root, compiled = cluster
+    items = copy.deepcopy(healthy(compiled))
+    MALFORMED[what](items)
+    state = tmp_path / "state.yaml"
+    state.write_text(kubectl.yaml_export(items))
+    for command in (["status", root, "--cluster", "c1"], ["plan", root, "--cluster", "c1"]):
+        result = gpuc(*command, "--state", state)
+        assert "internal error" not in result.err and "Traceback" not in result.err, (what, command[0], result.err)
+        assert result.code in (0, 1, 2)

@@ -51,11 +51,15 @@ def build_digest() -> str:
     return h.hexdigest()
 
 
-def tree_digest(directory: Path) -> str:
-    """Every YAML file under a directory (a CRD directory), by content."""
+def tree_digest(directory: Path, within: Path | None = None) -> str:
+    """Every YAML file under a directory (a CRD directory), by content. ValueError, before it is opened, for a
+    file that resolves outside `within` (default: the directory): the full build refuses it and says why."""
     h = hashlib.blake2b(digest_size=16)
     if directory.is_dir():
+        limit = (within or directory).resolve()
         for path in yaml_files(directory, recursive=True):
+            if not path.resolve().is_relative_to(limit):
+                raise ValueError(f"{path} leads outside {limit}")
             h.update(path.relative_to(directory).as_posix().encode())
             h.update(path.read_bytes())
     return h.hexdigest()

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..load.fleet import yaml_files
+from ..load.yaml_source import MAX_FILE_BYTES
 from .keys import DocRef, build_digest, digest, scan, tree_digest, value_digest
 from .store import CacheStore, Entry, Index
 
@@ -38,7 +39,10 @@ def safe_plan(root: Path, settings: Settings, store: CacheStore, tree: Path | No
     """plan_build, where a fleet or tree that changes under it (a file gone between listing and reading)
     means a full build, never a failure."""
     try:
-        return plan_build(root, settings, store, tree)
+        plan = plan_build(root, settings, store, tree)
+        if plan is None and store.notes:  # a full build, and what could not be read of the cache is still said
+            return BuildPlan(Index(), [], {}, {}, notes=list(store.notes), full=True)
+        return plan
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         return BuildPlan(Index(), [], {}, {}, notes=[*store.notes, f"cache not used: {exc}"], full=True)
 
@@ -53,6 +57,9 @@ class BuildPlan:
     hits: dict[str, Entry] = field(default_factory=dict)
     clusters: tuple[str, ...] = ()  # every cluster of the fleet (order is those to build)
     class_files: frozenset[str] = frozenset()  # files holding GpuDeviceClasses: every build reads them
+    # files no build validated (new or changed since the index): every build reads them, so that a file the
+    # keys do not reach (a workload aimed only at an unknown cluster) is validated as a cold build does
+    fresh: frozenset[str] = frozenset()
     notes: list[str] = field(default_factory=list)  # what could not be read of the cache (the plan may run in a fork)
     full: bool = False  # the cache could not be used this time: build everything, remember nothing
 
@@ -98,22 +105,35 @@ def _same_tree(directory: Path, entry: Entry) -> bool:
     return True
 
 
-def _scan_fleet(root: Path, old: Index) -> Index | None:
-    """Every intent file's digest and documents (scanned again only when changed); None when the fleet has
-    anything the full build should report (a symlink out of the fleet, a file that does not scan)."""
+def _scan_fleet(root: Path, old: Index) -> tuple[Index, frozenset[str]] | None:
+    """Every intent file's digest and documents (scanned again only when changed), and the files that no earlier
+    build validated (new or changed: the build must read them whatever the cache holds); None when the fleet has
+    anything the full build should report (a symlink out of the fleet, a file too large to parse, a file that
+    does not scan)."""
     index = Index()
+    fresh = set()
     for path in yaml_files(root / "clusters", recursive=False) + yaml_files(root / "workloads", recursive=True):
         rel = path.relative_to(root).as_posix()
         if path.is_symlink() and not path.resolve().is_relative_to(root.resolve()):
             return None
-        data = path.read_bytes()
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            return None  # refused before any parse
         sha = digest(data)
         known = old.files.get(rel)
+        if known is None or known[0] != sha:
+            fresh.add(rel)
         refs = known[1] if known is not None and known[0] == sha else scan(data)
         if refs is None:
             return None
         index.files[rel] = (sha, refs)
-    return index
+    return index, frozenset(fresh)
+
+
+def _only_about(refs: list[DocRef], cluster: str) -> bool:
+    """Whether a file's documents concern `cluster` alone (its Cluster, or workloads and classes aimed at it only)."""
+    return all(r.name == cluster if r.kind == "Cluster" else r.clusters == (cluster,) for r in refs)
 
 
 Place = tuple[str, int, str]  # a document: (file, index in the file, digest of its lines)
@@ -122,9 +142,10 @@ Place = tuple[str, int, str]  # a document: (file, index in the file, digest of 
 def plan_build(root: Path, settings: Settings, store: CacheStore, tree: Path | None) -> BuildPlan | None:
     """Which clusters the cache has, verified against `tree` (the output directory, or --previous; None:
     nothing on disk to match, as for `validate` without --previous). None: build everything."""
-    index = _scan_fleet(root, store.index(root))
-    if index is None:
+    scanned = _scan_fleet(root, store.index(root))
+    if scanned is None:
         return None
+    index, fresh = scanned
     cluster_files = [(p, sha) for p, (sha, _) in sorted(index.files.items()) if p.startswith("clusters/")]
     clusters: dict[str, DocRef] = {}
     seen: set[tuple[str, str, str]] = set()
@@ -141,22 +162,27 @@ def plan_build(root: Path, settings: Settings, store: CacheStore, tree: Path | N
                 classes.add((rel, ref.index, ref.span))
             elif ref.kind != "GpuWorkload":
                 return None
+    if settings.only is not None and any(not _only_about(index.files[rel][1], settings.only) for rel in fresh):
+        return None  # a cold --cluster build runs every cluster's rules over the fleet: so does this one
     inputs = _workload_inputs(index, list(clusters))
     if inputs is None:
         return None
     docs, files, near = inputs
     common = value_digest({"build": build_digest(), "options": settings.options, "crds": [tree_digest(d) for d in settings.crds]})
     order = [n for n in clusters if settings.only is None or n == settings.only]
-    plan = BuildPlan(index, order, {}, {}, clusters=tuple(clusters), class_files=frozenset(rel for rel, _, _ in classes))
+    plan = BuildPlan(index, order, {}, {}, clusters=tuple(clusters), class_files=frozenset(rel for rel, _, _ in classes),
+                     fresh=fresh)
     for name in order:
         # a workload that also targets other clusters carries findings about them too, which their own workloads
         # shape (derived gates, sizing): their documents are inputs of this entry as well
         read = sorted(set().union(*(docs[n] for n in near[name])))
         own_crds = clusters[name].crds
+        if own_crds is not None and (Path(own_crds).is_absolute() or not (root / own_crds).resolve().is_relative_to(root.resolve())):
+            return None  # validation refuses it, before anything there is opened
         plan.needs[name] = files[name]
         plan.documents[name] = {(rel, at) for rel, at, _ in docs[name]}
         plan.keys[name] = value_digest([common, name, cluster_files, sorted(classes), read,
-                                        tree_digest(root / own_crds) if own_crds else None])
+                                        tree_digest(root / own_crds, root) if own_crds else None])
         entry = store.entry(name, plan.keys[name])
         if entry is not None and (tree is None or _same_tree(tree / name, entry)):
             plan.hits[name] = entry

@@ -1,7 +1,7 @@
 """The cache on disk: JSON only (a cache restored by CI must never run code), each file checked before use.
 
-    <dir>/gpuc-cache-2/index-<fleet>.json    the fleet's files as last built: path -> digest and documents
-    <dir>/gpuc-cache-2/<cluster>-<key>.json  one cluster's build: its warnings, counts and rendered files' digests
+    <dir>/gpuc-cache-3/index-<fleet>.json    the fleet's files as last built: path -> digest and documents
+    <dir>/gpuc-cache-3/<cluster>-<key>.json  one cluster's build: its warnings, counts and rendered files' digests
 
 An entry holds no rendered file: a hit is taken only when the output directory still holds exactly the
 files the entry describes (same digests), and those are hard-linked into the new tree. Anything that does
@@ -21,7 +21,7 @@ from typing import Any
 from ..diagnostics import Diagnostic
 from .keys import DocRef, digest
 
-FORMAT = "gpuc-cache-2"  # 2: documents carry their position and a digest of their lines
+FORMAT = "gpuc-cache-3"  # 2: documents carry their position and a digest of their lines; 3: the index has a checksum
 KEEP_PER_CLUSTER = 3  # entries kept per cluster name (the newest): a branch switch back and forth stays warm
 
 
@@ -43,26 +43,60 @@ class Entry:
     restamped: bool = False  # the stamps changed in this run (the files were read and matched): save again
 
     def as_json(self) -> dict[str, Any]:
-        body = {"format": FORMAT, "cluster": self.cluster, "key": self.key, "counts": self.counts, "files": self.files,
-                "stamps": self.stamps,
-                "warnings": [[d.file, d.line, d.path, d.message, d.hint, d.severity, d.code] for d in self.warnings]}
-        return {**body, "checksum": digest(json.dumps(body, sort_keys=True).encode())}
+        return _sealed({"format": FORMAT, "cluster": self.cluster, "key": self.key, "counts": self.counts, "files": self.files,
+                        "stamps": self.stamps,
+                        "warnings": [[d.file, d.line, d.path, d.message, d.hint, d.severity, d.code] for d in self.warnings]})
 
     @classmethod
-    def from_json(cls, raw: Any, key: str) -> Entry:
-        if not isinstance(raw, dict) or raw.get("format") != FORMAT:
-            raise ValueError("written by another gpuc cache format")
-        body = {k: v for k, v in raw.items() if k != "checksum"}
-        if raw.get("checksum") != digest(json.dumps(body, sort_keys=True).encode()):
-            raise ValueError("checksum mismatch (a damaged or edited file)")
-        if raw.get("key") != key:
+    def from_json(cls, raw: Any, cluster: str, key: str) -> Entry:
+        """The entry `raw` holds, if it is one a build of `cluster` with `key` could have written; else ValueError."""
+        body = _unsealed(raw)
+        if body.get("key") != key or body.get("cluster") != cluster:
             raise ValueError("key mismatch")
-        warnings = [Diagnostic(str(f), int(line), str(path), str(m), str(h), "error" if sev == "error" else "warning", str(code))
-                    for f, line, path, m, h, sev, code in raw["warnings"]]
-        counts = {str(k): int(v) for k, v in raw["counts"].items()}
-        files = {str(k): str(v) for k, v in raw["files"].items()}
-        stamps = {str(k): [int(v[0]), int(v[1])] for k, v in raw["stamps"].items()}
-        return cls(str(raw["cluster"]), key, warnings, counts, files, stamps)
+        counts, files, stamps, warnings = body.get("counts"), body.get("files"), body.get("stamps"), body.get("warnings")
+        if not (isinstance(counts, dict) and counts.keys() == set(COUNTS)
+                and all(type(v) is int and v >= 0 for v in counts.values())):
+            raise ValueError("impossible counts")
+        if not (isinstance(files, dict) and files and all(_rendered_path(p) and _is_digest(d) for p, d in files.items())):
+            raise ValueError("impossible file list")
+        if not (isinstance(stamps, dict) and stamps.keys() <= files.keys()
+                and all(isinstance(v, list) and len(v) == 2 and all(type(n) is int and n >= 0 for n in v) for v in stamps.values())):
+            raise ValueError("impossible file stamps")
+        if not (isinstance(warnings, list) and all(_is_warning(w) for w in warnings)):
+            raise ValueError("impossible warnings")
+        return cls(cluster, key, [Diagnostic(*w) for w in warnings], dict(counts), dict(files), {k: list(v) for k, v in stamps.items()})
+
+
+COUNTS = ("objects", "releases", "applications", "checked", "unplaced")
+
+
+def _sealed(body: dict[str, Any]) -> dict[str, Any]:
+    return {**body, "checksum": digest(json.dumps(body, sort_keys=True).encode())}
+
+
+def _unsealed(raw: Any) -> dict[str, Any]:
+    """A cache file's body, once its format and checksum hold (a damaged or hand-edited file never does)."""
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+        raise ValueError("written by another gpuc cache format")
+    body = {k: v for k, v in raw.items() if k != "checksum"}
+    if raw.get("checksum") != digest(json.dumps(body, sort_keys=True).encode()):
+        raise ValueError("checksum mismatch (a damaged or edited file)")
+    return body
+
+
+def _is_digest(value: Any) -> bool:
+    return isinstance(value, str) and len(value) == 32 and all(c in "0123456789abcdef" for c in value)
+
+
+def _rendered_path(value: Any) -> bool:
+    """A path a render writes: relative, in plain segments."""
+    return (isinstance(value, str) and bool(value) and not value.startswith("/") and "\\" not in value
+            and all(part not in ("", ".", "..") for part in value.split("/")))
+
+
+def _is_warning(value: Any) -> bool:
+    return (isinstance(value, list) and len(value) == 7 and type(value[1]) is int and value[5] == "warning"
+            and all(isinstance(v, str) for i, v in enumerate(value) if i != 1))
 
 
 @dataclass
@@ -70,13 +104,26 @@ class Index:
     files: dict[str, tuple[str, list[DocRef]]] = field(default_factory=dict)  # fleet path -> (digest, documents)
 
     def as_json(self) -> dict[str, Any]:
-        return {"format": FORMAT, "files": {p: [d, [r.as_list() for r in refs]] for p, (d, refs) in sorted(self.files.items())}}
+        return _sealed({"format": FORMAT,
+                        "files": {p: [d, [r.as_list() for r in refs]] for p, (d, refs) in sorted(self.files.items())}})
 
     @classmethod
     def from_json(cls, raw: Any) -> Index:
-        if not isinstance(raw, dict) or raw.get("format") != FORMAT or not isinstance(raw.get("files"), dict):
-            raise ValueError("written by another gpuc cache format")
-        return cls({str(p): (str(d), [DocRef.from_list(r) for r in refs]) for p, (d, refs) in raw["files"].items()})
+        """The index `raw` holds; ValueError when it is damaged or edited: an index decides which files a build
+        reads, so it is sealed like an entry."""
+        files = _unsealed(raw).get("files")
+        if not isinstance(files, dict):
+            raise ValueError("impossible file list")
+        out = {}
+        for p, item in files.items():
+            if not (isinstance(item, list) and len(item) == 2 and _is_digest(item[0]) and isinstance(item[1], list)):
+                raise ValueError("impossible file record")
+            out[str(p)] = (item[0], [DocRef.from_list(r) for r in item[1]])
+        return cls(out)
+
+
+# what reading a cache file can raise: JSON nested past the recursion limit is a miss like any damage
+UNREADABLE = (OSError, ValueError, TypeError, KeyError, RecursionError)
 
 
 class CacheStore:
@@ -96,7 +143,7 @@ class CacheStore:
             return Index()
         try:
             return Index.from_json(self._read(path))
-        except (OSError, ValueError, TypeError, KeyError) as exc:
+        except UNREADABLE as exc:
             self.notes.append(f"cache index {path} ignored: {exc}")
             return Index()
 
@@ -108,8 +155,8 @@ class CacheStore:
         if not path.exists():
             return None
         try:
-            return Entry.from_json(self._read(path), key)
-        except (OSError, ValueError, TypeError, KeyError) as exc:
+            return Entry.from_json(self._read(path), cluster, key)
+        except UNREADABLE as exc:
             self.notes.append(f"cache entry {path.name} ignored: {exc}")
             return None
 

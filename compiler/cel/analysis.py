@@ -17,6 +17,8 @@ from lark import Token, Tree
 from .library import MACROS, TYPE_NAMES
 
 DEVICE_FIELDS = ("driver", "attributes", "capacity")
+# Declared in the CEL environment only when DRAConsumableCapacity is on (k8s.io/dynamic-resource-allocation/cel).
+CAPACITY_FIELDS = DEVICE_FIELDS + ("allowMultipleAllocations",)
 WHOLE_DEVICE = "*"
 
 

@@ -24,7 +24,7 @@ from celpy.evaluation import CELEvalError
 from lark import Tree
 
 from ..facts.platform import dra_limits
-from .analysis import WHOLE_DEVICE, Analysis, Ref, analyse
+from .analysis import CAPACITY_FIELDS, DEVICE_FIELDS, WHOLE_DEVICE, Analysis, Ref, analyse
 from .library import FUNCTIONS, activation
 from .quantity import Quantity
 from .semver import Semver
@@ -82,6 +82,8 @@ def _getter(ref: Ref) -> Callable[[DeviceData], Any] | None:
     field, domain, name = ref.field, ref.domain, ref.name
     if field == "driver":
         return lambda d: d.driver
+    if field == "allowMultipleAllocations":
+        return lambda d: bool(getattr(d, "multi", False))
     if field not in ("attributes", "capacity"):
         return None  # an unknown field reads nothing that varies between devices
     if domain is None:
@@ -179,7 +181,7 @@ def _describe(exc: CELEvalError) -> str:
 
 
 _ENVIRONMENT: celpy.Environment | None = None
-_CACHE: dict[str, Selector] = {}
+_CACHE: dict[tuple[str, bool], Selector] = {}
 
 
 def environment() -> celpy.Environment:
@@ -251,17 +253,19 @@ def parse(text: str) -> Any:
     return tree
 
 
-def compile_selector(text: str) -> Selector:
-    """Compile (once per text) a device selector; raises CelCompileError when the API server would reject it."""
-    selector = _CACHE.get(text)
+def compile_selector(text: str, consumable_capacity: bool = False) -> Selector:
+    """Compile (once per text) a device selector; raises CelCompileError when the API server would reject it.
+    With `consumable_capacity` (the DRAConsumableCapacity gate) `device.allowMultipleAllocations` is declared."""
+    selector = _CACHE.get((text, consumable_capacity))
     if selector is None:
         tree = parse(text)
         depth = nesting(tree)
         with stack_for(depth):
             analysis = analyse(tree)
-            errors = [p for p in compile_problems(tree, analysis) if p.severity == "error"]
+            fields = CAPACITY_FIELDS if consumable_capacity else DEVICE_FIELDS
+            errors = [p for p in compile_problems(tree, analysis, fields) if p.severity == "error"]
             if errors:
                 raise CelCompileError(text, errors)
             runner = environment().program(tree, functions=FUNCTIONS)
-        selector = _CACHE[text] = Selector(text, runner, analysis, depth)
+        selector = _CACHE[(text, consumable_capacity)] = Selector(text, runner, analysis, depth)
     return selector

@@ -243,9 +243,11 @@ def _domains(data: Mapping[str, Mapping[str, Any]]) -> _DomainMap:
 
 
 def activation(device: Any) -> dict[str, Any]:
-    """The CEL variables for one device: `device.driver`, `device.attributes`, `device.capacity`."""
+    """The CEL variables for one device: `device.driver`, `device.attributes`, `device.capacity`,
+    `device.allowMultipleAllocations` (compile_selector declares it only when the gate is on)."""
     return {"device": celtypes.MapType({
         celtypes.StringType("driver"): celtypes.StringType(device.driver),
         celtypes.StringType("attributes"): _domains(device.attributes),
         celtypes.StringType("capacity"): _domains(device.capacity),
+        celtypes.StringType("allowMultipleAllocations"): celtypes.BoolType(bool(getattr(device, "multi", False))),
     })}

@@ -59,7 +59,7 @@ class Quantity:
         suffix = match.group(2) or ""
         if suffix in _BINARY:
             return cls(number * _BINARY[suffix], BINARY_SI)
-        if suffix[:1] in ("e", "E"):
+        if suffix[:1] in ("e", "E") and len(suffix) > 1:  # an exponent; "E" alone is exa (10^18)
             return cls(number * Fraction(10) ** int(suffix[1:]), DECIMAL_SI)
         return cls(number * _DECIMAL[suffix], DECIMAL_SI)
 

@@ -46,16 +46,16 @@ _NON_BOOL_LITERALS = {"STRING_LIT": "string", "MLSTRING_LIT": "string", "INT_LIT
                       "FLOAT_LIT": "double", "NULL_LIT": "null", "BYTES_LIT": "bytes"}
 
 
-def compile_problems(tree: Tree, analysis: Analysis) -> list[Problem]:
+def compile_problems(tree: Tree, analysis: Analysis, fields: tuple[str, ...] = DEVICE_FIELDS) -> list[Problem]:
     """What the API server's compiler would refuse, plus functions gpuc cannot evaluate."""
     problems: list[Problem] = []
     for name in sorted(analysis.unbound):
         problems.append(Problem("error", "undeclared", f"undeclared reference to '{name}' (the only variable is `device`)"))
     for ref in sorted(analysis.refs):
-        if ref.field not in DEVICE_FIELDS and ref.field != WHOLE_DEVICE:
+        if ref.field not in fields and ref.field != WHOLE_DEVICE:
             extra = " (it needs the DRAConsumableCapacity feature gate, alpha and off in 1.34)" if ref.field == "allowMultipleAllocations" else ""
             problems.append(Problem("error", "unknown-field", f"device has no field '{ref.field}'{extra}; "
-                                    f"fields: {', '.join(DEVICE_FIELDS)}", ref))
+                                    f"fields: {', '.join(fields)}", ref))
     for name, _ in sorted(analysis.calls):
         if name in FUNCTIONS or name in BUILTIN:
             continue

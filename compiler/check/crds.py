@@ -122,13 +122,21 @@ def _read_file(path: Path, display: str) -> list[Crd]:
 _cache: dict[tuple, list[Crd]] = {}
 
 
-def read_crd_dir(directory: Path, display: str) -> list[Crd]:
-    """Every CRD under `directory` (recursive, sorted); cached per directory content in this process."""
+def read_crd_dir(directory: Path, display: str, within: Path | None = None) -> list[Crd]:
+    """Every CRD under `directory` (recursive, sorted); cached per directory content in this process. A file
+    that resolves outside `within` (default: the directory itself; a cluster's spec.crds: the fleet) is refused
+    before it is opened: a symbolic link in a pull request must not make CI read the runner's files."""
     if not directory.is_dir():
         raise InputError([Diagnostic(display, 0, "--crds", f"CRD directory '{directory}' does not exist",
                                      "pass a directory holding the operators' CRD YAML files")])
     files = sorted((p for p in directory.rglob("*") if p.suffix in YAML_SUFFIXES and p.is_file()),
                    key=lambda p: p.relative_to(directory).as_posix())
+    limit = (within or directory).resolve()
+    escaping = [p for p in files if not p.resolve().is_relative_to(limit)]
+    if escaping:
+        raise InputError([Diagnostic(os.path.join(display, p.relative_to(directory).as_posix()), 0, "(file)",
+                                     f"is a symbolic link to a file outside {'the fleet directory' if within else display}",
+                                     "copy the CRD file in instead of linking to it") for p in escaping])
     stamp = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files)
     key = (str(directory.resolve()), stamp)
     if key not in _cache:

@@ -167,9 +167,6 @@ class _Claim:
                      "join conditions with && in fewer expressions")
         for j, s in enumerate(selectors):
             self.out.extend(check_selector(self.obj, self.base + path + ("selectors", j), s, self.limits))
-        tolerations = as_list(body.get("tolerations"))
-        if len(tolerations) > self.limits["tolerationsPerRequest"]:
-            self.add(path + ("tolerations",), f"{len(tolerations)} tolerations; at most {self.limits['tolerationsPerRequest']}")
 
     def _references(self, path: tuple, refs: Any, names: set[str]) -> None:
         for k, ref in enumerate(as_list(refs)):
@@ -181,8 +178,8 @@ class _Claim:
     def _constraint(self, i: int, c: dict[str, Any], names: set[str]) -> None:
         self._references(("constraints", i, "requests"), c.get("requests"), names)
         fields = [f for f in ("matchAttribute", "distinctAttribute") if f in c]
-        if len(fields) != 1:
-            self.add(("constraints", i), "a constraint needs exactly one of matchAttribute and distinctAttribute")
+        if not fields:  # both is legal: a real 1.37 API server takes it (tests/real/test_real_validation.py)
+            self.add(("constraints", i), "a constraint needs matchAttribute or distinctAttribute")
         for f in fields:
             problem = fully_qualified_problem(c[f], self.limits)
             if problem:

@@ -15,6 +15,7 @@ from .crds import CrdCatalog, build_catalog, read_crd_dir
 from .dra_limits import check_dra_limits
 from .driver_config import check_driver_configs
 from .fabric_partitions import check_fabric_partitions
+from .file_names import check_file_names
 from .lws import check_leader_worker_set
 from .metadata import check_metadata
 from .model import Checker, CheckOptions, ClusterContext, Finding
@@ -32,7 +33,7 @@ def check_device_selectors(ctx: ClusterContext) -> list[Diagnostic]:
 
 CHECKERS: list[Checker] = [check_objects, check_metadata, check_dra_limits, check_driver_configs, check_device_selectors,
                            check_nim_requests, check_operator_chart, check_fabric_partitions,
-                           check_leader_worker_set]
+                           check_leader_worker_set, check_file_names]
 
 
 def check_cluster(ctx: ClusterContext, checkers: list[Checker] | None = None) -> list[Diagnostic]:
@@ -48,7 +49,7 @@ def cluster_catalog(compiled: CompiledCluster, fleet_root: Path, options: CheckO
     layers = []
     own = compiled.cluster.spec.crds
     if own:  # validation made sure it is a directory inside the fleet
-        layers.append((own, read_crd_dir(fleet_root / own, own)))
+        layers.append((own, read_crd_dir(fleet_root / own, own, within=fleet_root)))
     for directory in options.crds:
         layers.append((str(directory), read_crd_dir(directory, str(directory))))
     spec = compiled.cluster.spec

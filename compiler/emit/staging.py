@@ -7,6 +7,7 @@ stages its output directory before the compiler is imported (see cli.cmd_render)
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import tempfile
@@ -24,23 +25,99 @@ def is_gpuc_output(directory: Path) -> bool:
         return False
 
 
+def _listed(kustomization: Path) -> list[str]:
+    """The resources a kustomization.yaml gpuc wrote lists (one `- name` line each, as emit.tree writes it)."""
+    try:
+        lines = kustomization.read_text(encoding="utf-8").split("\n")
+    except (OSError, UnicodeDecodeError):
+        return []
+    return [line[2:] for line in lines if line.startswith("- ")]
+
+
+def _has_marker(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(len(MARKER)) == MARKER.encode()
+    except OSError:
+        return False
+
+
+def foreign_files(directory: Path) -> list[Path]:
+    """Files in a directory gpuc rendered that it did not write: a runbook someone added. gpuc writes the files
+    its kustomization.yaml files list, and every other file it writes starts with MARKER."""
+    ours = {f"{sub}{name}" for sub in ("", "argocd/") for name in ["kustomization.yaml", *_listed(directory / sub / "kustomization.yaml")]}
+    found = []
+    for root, dirs, files in os.walk(directory):
+        dirs.sort()
+        found += [Path(root, d) for d in dirs if Path(root, d).is_symlink()]
+        for name in sorted(files):
+            path = Path(root, name)
+            rel = path.relative_to(directory).as_posix()
+            if path.is_symlink() or not (rel in ours or _has_marker(path)):
+                found.append(path)
+    return found
+
+
 def foreign_targets(out: Path, clusters: list[str]) -> list[Path]:
-    """out/<cluster> paths that hold something gpuc did not write: a render replaces the directory
-    whole, so it must not take a hand-written file or another tool's output with it."""
+    """Paths under out/<cluster> that gpuc did not write: a render replaces (or, for a cluster that left the
+    fleet, removes) the directory whole, so it must not take a hand-written file or another tool's output
+    with it. A directory gpuc did not write is named whole; in one it wrote, each file it did not."""
     found = []
     for cluster in clusters:
         target = out / cluster
         if target.is_symlink() or target.is_file() or (target.is_dir() and any(target.iterdir()) and not is_gpuc_output(target)):
             found.append(target)
+        elif target.is_dir():
+            found += foreign_files(target)
     return found
 
 
+def leaving_clusters(out: Path, clusters: list[str] | tuple[str, ...]) -> list[str]:
+    """Directories of out/ a full render removes: rendered by gpuc for clusters no longer in the fleet."""
+    if not out.is_dir():
+        return []
+    return sorted(e.name for e in out.iterdir() if e.is_dir() and not e.is_symlink() and e.name not in clusters
+                  and not e.name.startswith(".") and is_gpuc_output(e))
+
+
 def clean_stale_temporaries(out: Path) -> None:
-    """Remove what an interrupted (killed) render left behind."""
+    """Remove what an interrupted (killed) render left behind. Only the holder of the directory's lock calls
+    this (see lock_tree), so no staging directory of a live render is among them."""
     if out.is_dir():
         for entry in out.iterdir():
             if entry.name.startswith(TMP_PREFIX) and entry.is_dir():
                 shutil.rmtree(entry, ignore_errors=True)
+
+
+class Busy(Exception):
+    """Another render holds the output directory's lock."""
+
+
+def lock_tree(out: Path) -> int:
+    """An exclusive lock on out/ itself (flock on the directory: no lock file in the tree), held until the file
+    descriptor returned is closed, or the process ends however it ends. Busy when another render has it."""
+    fd = os.open(out, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise Busy() from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def make_dirs(path: Path) -> list[Path]:
+    """mkdir -p, returning the directories it created, outermost first (a failed render removes them again)."""
+    missing = []
+    for p in [path, *path.parents]:
+        if p.exists():
+            break
+        missing.append(p)
+    for p in reversed(missing):
+        p.mkdir(exist_ok=True)
+    return list(reversed(missing))
 
 
 def _umask() -> int:
@@ -116,13 +193,13 @@ class StagingError(Exception):
 
 
 def stage_tree(out: Path) -> Path:
-    """Create out/ and a fresh staging directory in it (after removing what a killed render left).
+    """A fresh staging directory in out/ (after removing what a killed render left); the caller holds out/'s
+    lock (lock_tree).
 
     Build workers write each finished cluster under staging/new/<cluster> while others are still
     compiling, so writing overlaps compiling and no file text is sent back to the parent; nothing
     is visible in out/ until swap_in.
     """
-    out.mkdir(parents=True, exist_ok=True)
     clean_stale_temporaries(out)
     return Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=out))
 
@@ -166,8 +243,6 @@ def swap_in(out: Path, staging: Path, clusters: list[str], prune_other_clusters:
                 os.rename(old / cluster, out / cluster)
         raise
     if prune_other_clusters:
-        for entry in out.iterdir():
-            if (entry.is_dir() and entry.name not in clusters and entry.name not in kept and not entry.name.startswith(".")
-                    and is_gpuc_output(entry)):
-                os.rename(entry, old / entry.name)
+        for name in leaving_clusters(out, [*clusters, *kept]):
+            os.rename(out / name, old / name)
 

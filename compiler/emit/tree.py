@@ -21,8 +21,7 @@ ARGOCD_CM_HEADER = (
 
 
 def object_filename(obj: KubeObject) -> str:
-    parts = [str(int(obj.wave)), obj.kind.lower()] + ([obj.namespace] if obj.namespace else []) + [obj.name]
-    return "-".join(parts) + ".yaml"
+    return obj.file_name
 
 
 def _kustomization(files: list[str]) -> str:

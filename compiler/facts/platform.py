@@ -90,6 +90,11 @@ def admin_access_label(minor: int) -> str | None:
     return max(((since, key) for since, key in keys if since <= minor), default=(0, None))[1]
 
 
+def cel_function_since(name: str) -> int:
+    """The first Kubernetes minor whose API server accepts CEL function `name` in a new selector."""
+    return int(str(load_table("kubernetes")["celFunctionsInNewSelectors"][name]).split(".")[1])
+
+
 def dra_limits() -> dict[str, int]:
     return dict(load_table("kubernetes")["limits"])
 
@@ -212,3 +217,13 @@ def nearest_shape(parameters: float) -> ModelShape:
 
 def sizing_table() -> dict:
     return load_table("models")
+
+
+def allocator_variants() -> dict[str, frozenset[str]]:
+    """Upstream allocator implementations in the order NewAllocator tries them, with the gates each supports."""
+    return {name: frozenset(gates) for name, gates in load_table("kubernetes")["allocatorVariants"].items()}
+
+
+def pools_skipped_from() -> int:
+    """The first minor whose allocator skips incomplete and invalid pools instead of using or failing on them."""
+    return int(str(load_table("kubernetes")["allocatorPools"]["skipUnusableFrom"]).split(".")[1])

@@ -50,10 +50,26 @@ def read_serially(files: list[tuple[Path, str]], read: ReadOne, meanwhile: Calla
 
 
 def yaml_files(directory: Path, recursive: bool) -> list[Path]:
+    """The YAML files in `directory` (and, `recursive`, below it; symbolic links to directories are not entered),
+    sorted. A directory that cannot be read raises OSError: a workload folder skipped in silence would vanish
+    from the render, and Argo CD would prune what it held."""
     if not directory.is_dir():
         return []
-    pattern = "**/*" if recursive else "*"
-    files = [p for p in directory.glob(pattern) if p.suffix in YAML_SUFFIXES and p.is_file()]
+    files: list[Path] = []
+    pending = [directory]
+    while pending:
+        current = pending.pop()
+        try:
+            with os.scandir(current) as entries:
+                for e in entries:
+                    path = Path(e.path)
+                    if recursive and e.is_dir(follow_symlinks=False):
+                        pending.append(path)
+                    elif path.suffix in YAML_SUFFIXES and path.is_file():
+                        files.append(path)
+        except OSError as exc:
+            exc.filename = str(current)
+            raise
     return sorted(files, key=lambda p: p.relative_to(directory).as_posix())
 
 
@@ -72,6 +88,14 @@ def _is_crd(path: Path) -> bool:
         return False
 
 
+def _readable_yaml(directory: Path) -> list[Path]:
+    """yaml_files for a warning's sake: what cannot be read there is reported where it is read, if anywhere."""
+    try:
+        return yaml_files(directory, recursive=True)
+    except OSError:
+        return []
+
+
 def unread(root: Path) -> list[Diagnostic]:
     """YAML that a typo keeps gpuc from reading: a workload that silently vanishes from the render is
     pruned from the cluster by Argo CD. Other folders (a cluster's spec.crds, docs) and dotfiles are
@@ -83,12 +107,12 @@ def unread(root: Path) -> list[Diagnostic]:
         if path.is_file() and path.suffix in YAML_SUFFIXES and path.stem != "kustomization":
             found.append(Diagnostic(path.name, 0, "(file)", "not read: intents live in clusters/ and workloads/",
                                     "move it to clusters/ (a Cluster) or workloads/ (GpuWorkload, GpuDeviceClass)", "warning"))
-        elif path.is_dir() and path.name not in LAYOUT and (near := _near_miss(path.name)) and yaml_files(path, True):
+        elif path.is_dir() and path.name not in LAYOUT and (near := _near_miss(path.name)) and _readable_yaml(path):
             found.append(Diagnostic(f"{path.name}/", 0, "(directory)", "not read: gpuc reads clusters/ and workloads/",
                                     f"did you mean '{near}'? Rename the folder", "warning"))
     clusters = root / "clusters"
     nested = [] if clusters.is_symlink() else [
-        p for p in yaml_files(clusters, recursive=True) if p.parent != clusters and not _is_crd(p)]
+        p for p in _readable_yaml(clusters) if p.parent != clusters and not _is_crd(p)]
     found += [Diagnostic(p.relative_to(root).as_posix(), 0, "(file)", "not read: Cluster files sit directly in clusters/",
                          "move it up to clusters/", "warning") for p in nested]
     return found
@@ -112,6 +136,18 @@ def read_documents(path: Path, display: str) -> list[SourceDoc]:
     return docs
 
 
+def _listed(root: Path, directory: Path, recursive: bool, findings: Findings) -> list[Path]:
+    """yaml_files, where a directory that cannot be read is an error like a file that cannot be read."""
+    try:
+        return yaml_files(directory, recursive)
+    except OSError as exc:
+        where = Path(exc.filename or directory)
+        shown = where.relative_to(root).as_posix() if where.is_relative_to(root) else str(where)
+        findings.add(Diagnostic(shown, 0, "(directory)", f"cannot read directory: {exc.strerror or exc}",
+                                "give the user running gpuc read access to it, or move what it holds out of the fleet"))
+        return []
+
+
 def load_fleet(root: str | os.PathLike[str], meanwhile: Meanwhile | None = None,
                read_files: ReadFiles = read_serially, select: Callable[[str], bool] | None = None,
                keep: Callable[[SourceDoc], bool] | None = None) -> FleetFiles:
@@ -125,7 +161,8 @@ def load_fleet(root: str | os.PathLike[str], meanwhile: Meanwhile | None = None,
         raise InputError([Diagnostic(str(root), 0, "(fleet)", what, "pass the directory that holds clusters/ and workloads/")])
     findings = Findings()
     clusters_dir = root / "clusters"
-    if not yaml_files(clusters_dir, recursive=False):
+    cluster_files = _listed(root, clusters_dir, False, findings)
+    if not cluster_files and not findings.errors:
         findings.add(Diagnostic(str(root), 0, "clusters/", "fleet has no clusters/*.yaml",
                                 "create clusters/<name>.yaml with a `kind: Cluster` document"))
 
@@ -158,8 +195,8 @@ def load_fleet(root: str | os.PathLike[str], meanwhile: Meanwhile | None = None,
                 findings.extend(parsed)  # type: ignore[arg-type]
         return docs
 
-    clusters = collect(yaml_files(clusters_dir, recursive=False))
-    workload_files = yaml_files(root / "workloads", recursive=True)
+    clusters = collect(cluster_files)
+    workload_files = _listed(root, root / "workloads", True, findings)
     if select is not None:
         workload_files = [f for f in workload_files if select(f.relative_to(root).as_posix())]
     workloads = collect(workload_files, start_meanwhile if meanwhile else None, keep)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -40,23 +41,61 @@ def materialize(fleet_dir: Path, ref: str, dest: Path) -> tuple[bool, str]:
     short = _git(top, "rev-parse", "--short", commit).decode().strip()
     rel = fleet_dir.relative_to(top).as_posix()
     try:  # the fleet may be the repository's root: git takes "." for that, never an empty pathspec
-        listing = _git(top, "ls-tree", "-r", "-z", "--name-only", commit, "--", rel)
+        listing = _git(top, "ls-tree", "-r", "-z", "--full-tree", commit, "--", rel)
     except _GitError as exc:
         raise InputError([Diagnostic(str(fleet_dir), 0, "--base", f"git cannot list the fleet at '{ref}': {exc}")]) from None
-    paths = [p for p in listing.decode().split("\0") if p]
-    if not paths:
+    entries = _entries(listing, rel, ref, fleet_dir)
+    if not entries:
         return False, short
-    try:
-        batch = _git(top, "cat-file", "--batch", stdin="".join(f"{commit}:{p}\n" for p in paths).encode())
+    try:  # by object id: a path (which may hold a newline) never goes into the batch's line-based input
+        batch = _git(top, "cat-file", "--batch", stdin="".join(f"{oid}\n" for _, oid, _ in entries).encode())
     except _GitError as exc:
         raise InputError([Diagnostic(str(fleet_dir), 0, "--base", f"git cannot read the fleet at '{ref}': {exc}")]) from None
     offset = 0
-    for path in paths:
+    root = dest.resolve() if dest.exists() else dest.parent.resolve() / dest.name
+    checked: set[Path] = set()
+    for mode, _, path in entries:
         header_end = batch.index(b"\n", offset)
         size = int(batch[offset:header_end].split()[2])
         body = batch[header_end + 1: header_end + 1 + size]
         offset = header_end + 1 + size + 1  # object content is followed by a newline
-        target = dest / (Path(path).relative_to(rel) if rel != "." else Path(path))
+        target = dest.joinpath(*path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(body)
+        if target.parent not in checked:  # no directory on the way is a link out of dest (belt and braces)
+            if not target.parent.resolve().is_relative_to(root):
+                raise _hostile(fleet_dir, ref, "/".join(path), "leads out of the fleet")
+            checked.add(target.parent)
+        if mode == "120000":  # a symbolic link, as a checkout makes it: the loader refuses one that leaves the fleet
+            try:
+                os.symlink(body.decode("utf-8", "surrogateescape"), target)
+            except (OSError, ValueError):
+                raise _hostile(fleet_dir, ref, "/".join(path), "is a symbolic link gpuc cannot recreate") from None
+        else:
+            target.write_bytes(body)
     return True, short
+
+
+def _entries(listing: bytes, rel: str, ref: str, fleet_dir: Path) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(mode, object id, path parts under the fleet) of each file at the base. Submodules (commits, not files)
+    are left out as a checkout leaves them empty; a path no checkout would write (`..`, `.`, an empty or a
+    `.git` segment) makes the base unreadable rather than a file written outside the temporary directory."""
+    out = []
+    prefix = () if rel == "." else tuple(rel.split("/"))
+    for record in listing.split(b"\0"):
+        if not record:
+            continue
+        meta, _, raw = record.partition(b"\t")
+        mode, kind, oid = meta.decode().split(" ")
+        path = raw.decode("utf-8", "surrogateescape")
+        if kind != "blob":
+            continue
+        parts = tuple(path.split("/"))
+        if any(p in ("", ".", "..") or p.lower() == ".git" for p in parts) or parts[:len(prefix)] != prefix:
+            raise _hostile(fleet_dir, ref, path, "is not a path a checkout would write")
+        out.append((mode, oid, parts[len(prefix):]))
+    return out
+
+
+def _hostile(fleet_dir: Path, ref: str, path: str, what: str) -> InputError:
+    return InputError([Diagnostic(str(fleet_dir), 0, "--base", f"the fleet at '{ref}' holds {path!r}, which {what}",
+                                  "gpuc diff reads the base's files as a checkout would; fix the base commit, or compare against another")])

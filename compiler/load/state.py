@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from ..diagnostics import Diagnostic, InputError, format_path
-from .yaml_source import MAX_NODES, SourceDoc, check_nesting, decode, parse_documents
+from .yaml_source import MAX_DEPTH, MAX_NODES, SourceDoc, check_nesting, decode, parse_documents
 
 TRACKED_BYTES = 4 * 1024 * 1024  # above this, parse fast and find lines only when needed
 MAX_BYTES = 1024 * 1024 * 1024
@@ -70,11 +70,16 @@ class StateFile:
     def _fast(self) -> list[Any]:
         try:
             if self.text.lstrip().startswith("{"):
-                return [json.loads(self.text)]
-            return [d for d in yaml.load_all(self.text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d is not None]
-        except (ValueError, yaml.YAMLError):
-            self._tracked = self._parse()  # raises with the line
+                documents = [json.loads(self.text)]
+            else:
+                documents = [d for d in yaml.load_all(self.text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d is not None]
+        except (ValueError, yaml.YAMLError, RecursionError):
+            documents = None
+        if documents is None or _deeper_than(documents, MAX_DEPTH):
+            # block-style nesting the text scan does not see: the tracked loader refuses it with the line
+            self._tracked = self._parse()
             return [d.value for d in self._tracked]
+        return documents
 
     @property
     def large(self) -> bool:
@@ -89,6 +94,18 @@ class StateFile:
     def diagnostic(self, where: Location, message: str, hint: str = "", severity: str = "error", cheap: bool = False) -> Diagnostic:
         line = 0 if cheap and self.large else self.line(where)
         return Diagnostic(self.display, line, format_path(where[1]), message, hint, severity)  # type: ignore[arg-type]
+
+
+def _deeper_than(values: list[Any], limit: int) -> bool:
+    """Whether any value nests more than `limit` levels (without recursion: the point is the deep ones)."""
+    stack = [(v, 1) for v in values if isinstance(v, (dict, list))]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return False
 
 
 @dataclass(frozen=True, eq=False)
@@ -234,14 +251,25 @@ def _object(file: StateFile, where: Location, item: Any, problems: list[Diagnost
     if not isinstance(item, dict):
         problems.append(file.diagnostic(where, f"expected a Kubernetes object (a mapping), got {type(item).__name__}", EXPORT_HINT))
         return None
+    problem = malformed(item)
+    if problem:
+        problems.append(file.diagnostic(where, f"not a Kubernetes object: {problem}", EXPORT_HINT))
+        return None
+    return StateObject(item, file, where)
+
+
+def malformed(item: dict[str, Any]) -> str:
+    """What makes `item` something no API server returns ("" when nothing): the fields every reader of the state
+    takes as given (the type, the name, labels and annotations as mappings)."""
     missing = [k for k in ("apiVersion", "kind") if not isinstance(item.get(k), str)]
     metadata = item.get("metadata")
     if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
-        missing.append("metadata.name")
+        return ", ".join([*missing, "metadata.name"]) + " missing"
     if missing:
-        problems.append(file.diagnostic(where, f"not a Kubernetes object: {', '.join(missing)} missing", EXPORT_HINT))
-        return None
-    return StateObject(item, file, where)
+        return f"{', '.join(missing)} missing"
+    wrong = [f"metadata.{k} is a {type(metadata[k]).__name__}, not a mapping" for k in ("labels", "annotations")
+             if metadata.get(k) is not None and not isinstance(metadata[k], dict)]
+    return "; ".join(wrong)
 
 
 def read_state(names: list[str], option: str = "--state", stdin: Any = None) -> ClusterState:

@@ -20,6 +20,7 @@ from ..diagnostics import Diagnostic, InputError, Path, format_path
 # libyaml's parser when PyYAML has it (8x faster on large fleets); the node graph is the same either way.
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _STR = "tag:yaml.org,2002:str"
+_MERGE = "tag:yaml.org,2002:merge"
 _OPENERS = ("while scanning a quoted scalar", "while parsing a flow", "while scanning a block scalar")
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -89,18 +90,22 @@ def _document_node(text: str, index: int) -> yaml.Node | None:
         loader.dispose()
 
 
-def _line_map(root: yaml.Node | None) -> dict[Path, int]:
-    """Path -> line of every key and item (keys give their own line, items their first line)."""
+def _line_map(root: yaml.Node | None, budget: int = MAX_NODES) -> dict[Path, int]:
+    """Path -> line of every key and item (keys give their own line, items their first line). Merge keys are
+    not followed (their values sit at the anchor's lines anyway), and at most `budget` nodes are visited: aliases
+    make the paths of a small document exponential in number (nested `<<` of two aliases each), and a message
+    then points at the nearest ancestor that was mapped."""
     lines: dict[Path, int] = {}
     if root is None:
         return lines
     stack: list[tuple[yaml.Node, Path]] = [(root, ())]
-    while stack:
+    while stack and budget > 0:
+        budget -= 1
         node, path = stack.pop()
         lines.setdefault(path, node.start_mark.line + 1)
         if isinstance(node, yaml.MappingNode):
             for key_node, value_node in node.value:
-                if isinstance(key_node, yaml.ScalarNode):
+                if isinstance(key_node, yaml.ScalarNode) and key_node.tag != _MERGE:
                     child = path + (key_node.value,)
                     lines.setdefault(child, key_node.start_mark.line + 1)
                     stack.append((value_node, child))

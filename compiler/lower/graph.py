@@ -89,6 +89,13 @@ class KubeObject:
     def sort_key(self) -> tuple:
         return (int(self.wave), self.kind, self.namespace, self.name)
 
+    @property
+    def file_name(self) -> str:
+        """The object's file in the rendered tree (emit.tree): wave, kind, namespace and name. Here, so the check
+        stage can refuse a name no file system would take before anything is written."""
+        parts = [str(int(self.wave)), self.kind.lower()] + ([self.namespace] if self.namespace else []) + [self.name]
+        return "-".join(parts) + ".yaml"
+
 
 @dataclass
 class HelmRelease:

@@ -158,8 +158,10 @@ def cluster_use(compiled: CompiledCluster, state: ClusterState, inventory: Inven
             if index is None:
                 unknown.append((i, f"{r.get('driver')}/{r.get('pool')}/{r.get('device')}"))
                 continue
-            devices.append(HeldDevice(index, _consumed(r.get("consumedCapacity"), str(r.get("driver"))), r.get("adminAccess") is True,
-                                      str(r.get("request") or "")))
+            consumed = _consumed(r.get("consumedCapacity"), str(r.get("driver")))
+            if consumed is None and r.get("shareID"):
+                consumed = {}  # a share of a device that allows multiple allocations, not a dedicated allocation
+            devices.append(HeldDevice(index, consumed, r.get("adminAccess") is True, str(r.get("request") or "")))
         if mine and current is not None:  # a running pod's claim: it stays where it is
             if devices and not unknown:
                 running.append(RunningClaim(key, current[0], current[1], tuple(devices)))

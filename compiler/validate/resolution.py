@@ -56,6 +56,11 @@ def _check_paths(intent: Intent[Cluster], fleet: Fleet, findings: Findings) -> N
         findings.add(intent.error(("spec", "crds"), f"directory '{crds}' does not exist in the fleet",
                                   "create it with the CRD YAMLs of the operators this cluster runs, or drop spec.crds"))
 
+# What placement holds in memory is about 1 KiB per synthesized device (20,000 8-GPU nodes: 250 MiB in all):
+# this many keep a render under about 600 MiB, and cover a 65,000-node cluster of 8 GPUs each.
+MAX_DEVICES = 524_288
+
+
 def resolve_cluster(intent: Intent[Cluster], findings: Findings, extra_models: dict[str, GpuModel] | None = None) -> ResolvedCluster | None:
     spec = intent.model.spec
     ok = True
@@ -114,6 +119,15 @@ def resolve_cluster(intent: Intent[Cluster], findings: Findings, extra_models: d
                                  "run a driver image built from that branch, or use 'partitionAttributes' on driver 0.5+; if the "
                                  "cluster runs the fork, say so: spec.acknowledge: [{warning: driver-fork, reason: ...}]")
         findings.add(dataclasses.replace(warning, code="driver-fork"))
+    devices = sum(p.devices for p in pools)
+    if devices > MAX_DEVICES:
+        largest = max(pools, key=lambda p: p.devices)
+        findings.add(intent.error(largest.path + ("nodes",),
+                                  f"the cluster's pools publish {devices:,} devices; gpuc plans up to {MAX_DEVICES:,} per cluster "
+                                  f"(pool '{largest.name}': {largest.spec.nodes:,} nodes, {largest.devices:,} devices)",
+                                  "check the pools' node counts (a digit too many?): the largest managed Kubernetes clusters run "
+                                  "about 65,000 nodes"))
+        ok = False
     if not ok:
         return None
     return ResolvedCluster(intent, api, line, tuple(pools), provider=spec.provider)

@@ -52,6 +52,13 @@ class ResolvedPool:
     def path(self) -> tuple:
         return ("spec", "nodePools", self.index)
 
+    @property
+    def devices(self) -> int:
+        """Devices the pool's nodes publish, as placement synthesizes them: each GPU (unless static MIG hides it)
+        and each MIG instance it may hold."""
+        per_gpu = (1 if self.publishes_full_gpus else 0) + sum(self.mig_profiles.values())
+        return self.spec.nodes * self.spec.gpu.count * per_gpu
+
 
 @dataclass(frozen=True)
 class ResolvedCluster:

@@ -40,47 +40,69 @@ SHORTEST = 16  # no pattern matches fewer characters, except a password in a URL
 
 
 @lru_cache(maxsize=65536)
-def credential_kind(text: str) -> str:
-    """What kind of credential `text` looks like, or "" when it does not look like one."""
+def credential_kind(text: str, public: bool = False) -> str:
+    """What kind of credential `text` looks like, or "" when it does not look like one. A `public` value (under
+    a key like caBundle: certificates, random-looking by nature) is held only to the patterns: a private key
+    block or a token there is still a credential."""
     if len(text) < SHORTEST and "@" not in text:
         return ""
     patterns, entropy, _ = _rules()
     for name, regex in patterns:
         if regex.search(text):
             return name
-    if (len(text) >= entropy["minLength"] and _TOKEN.fullmatch(text) and re.search(r"[A-Za-z]", text)
+    if (not public and len(text) >= entropy["minLength"] and _TOKEN.fullmatch(text) and re.search(r"[A-Za-z]", text)
             and re.search(r"\d", text) and _entropy(text) >= entropy["minEntropy"]):
         return "a random token"
     return ""
 
 
-def _strings(value: Any) -> Iterator[tuple[tuple, str]]:
-    _, _, public = _rules()
-    stack: list[tuple[Any, tuple]] = [(value, ())]
+def _strings(value: Any) -> Iterator[tuple[tuple, str, bool, str]]:
+    """(path, text, public, "key" or "value") of every string in `value`: each mapping key (at the path it
+    names) and each value; everything under a public key is public."""
+    _, _, public_keys = _rules()
+    stack: list[tuple[Any, tuple, bool]] = [(value, (), False)]
     while stack:
-        node, path = stack.pop()
+        node, path, public = stack.pop()
         if isinstance(node, dict):
-            stack.extend((child, path + (key,)) for key, child in node.items() if key not in public)
+            for key, child in node.items():
+                yield path + (key,), key, public, "key"
+                stack.append((child, path + (key,), public or key in public_keys))
         elif isinstance(node, list):
-            stack.extend((child, path + (i,)) for i, child in enumerate(node))
+            stack.extend((child, path + (i,), public) for i, child in enumerate(node))
         elif isinstance(node, str):
-            yield path, node
+            yield path, node, public, "value"
 
 
-def _any_credential(value: Any, public: frozenset[str]) -> bool:
-    """Whether any string in `value` looks like a credential: the scan of every document, without the
-    paths that only a finding needs."""
-    stack = [value]
+def _any_credential(value: Any, public_keys: frozenset[str]) -> bool:
+    """Whether any string in `value` (a key or a value) looks like a credential: the scan of every document,
+    without the paths that only a finding needs."""
+    stack: list[tuple[Any, bool]] = [(value, False)]
     while stack:
-        node = stack.pop()
+        node, public = stack.pop()
         if isinstance(node, str):
-            if credential_kind(node):
+            if credential_kind(node, public):
                 return True
         elif isinstance(node, dict):
-            stack.extend(child for key, child in node.items() if key not in public)
+            for key, child in node.items():
+                if credential_kind(key, public):
+                    return True
+                stack.append((child, public or key in public_keys))
         elif isinstance(node, list):
-            stack.extend(node)
+            stack.extend((child, public) for child in node)
     return False
+
+
+def redact_known(text: str) -> str:
+    """`text` with whatever matches a credential pattern replaced: the last line of defence for messages that
+    quote input before the documents are scanned (a YAML error quoting a duplicate key)."""
+    for _, regex in _rules()[0]:
+        text = regex.sub("<redacted>", text)
+    return text
+
+
+def redacted(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    return [Diagnostic(d.file, d.line, redact_known(d.path), redact_known(d.message), redact_known(d.hint), d.severity, d.code)
+            for d in diagnostics]
 
 
 def scan_document(doc: SourceDoc) -> tuple[list[Diagnostic], set[str]]:
@@ -89,9 +111,9 @@ def scan_document(doc: SourceDoc) -> tuple[list[Diagnostic], set[str]]:
     values: set[str] = set()
     if not _any_credential(doc.value, _rules()[2]):
         return findings, values
-    for path, text in _strings(doc.value):
-        kind = credential_kind(text)
+    for path, text, public, what in _strings(doc.value):
+        kind = credential_kind(text, public)
         if kind:
-            findings.append(doc.error(path, f"this value looks like {kind}; gpuc never puts secret values into manifests", HINT))
+            findings.append(doc.error(path, f"this {what} looks like {kind}; gpuc never puts secret values into manifests", HINT))
             values.add(text)
     return findings, values

@@ -62,7 +62,7 @@ def test_a_kubectl_export_with_running_claims_plans_as_kubernetes_allocates(allo
     workloads = [{"apiVersion": "gpuc.dev/v1alpha1", "kind": "GpuWorkload", "metadata": {"name": f"w{i}", "namespace": "team"},
                   "spec": {"clusters": ["c1"], "replicas": replicas, "gpu": gpu}}
                  for i, (replicas, gpu) in enumerate([(3, {"count": 1}), (1, {"count": 2}), (2, {"mig": {"slices": [{"profile": "1g.10gb"}]}})])]
-    root = write_fleet(tmp_path / "f", [cluster_doc(pools=SLICES_FIXTURE_POOLS)], {"w.yaml": workloads})
+    root = write_fleet(tmp_path / "f", [cluster_doc(kubernetes="1.37", driver="0.5.1", pools=SLICES_FIXTURE_POOLS)], {"w.yaml": workloads})
     running = [kubectl.allocated_claim("train-a", "research", [("gpu.nvidia.com", "ip-10-0-1-17", f"gpu-{i}") for i in range(3)],
                                        node_name="ip-10-0-1-17", pod="train-a-0")]
     export = tmp_path / "state.yaml"

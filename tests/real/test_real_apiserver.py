@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 
 from compiler.diagnostics import InputError
 from compiler.pipeline import compile_fleet
-from harness.kube import Kube
+from harness.kube import Kube, Rejection
 from harness.servers import ControlPlanes
 from harness.trees import apply_tree
 
@@ -46,11 +46,23 @@ def test_the_example_fleet_applies_to_its_minor_and_is_stored_as_written(control
     assert lost == []
 
 
+def _strip_semver(fleet: Path) -> None:
+    """Drop the intents' minDriverVersion/minComputeCapability (they compile to semver(), which 1.32/1.33 refuse)."""
+    for f in (fleet / "workloads").rglob("*.yaml"):
+        docs = list(yaml.safe_load_all(f.read_text()))
+        for doc in docs:
+            for require in (doc["spec"].get("require"), doc["spec"].get("gpu", {}).get("require")):
+                for key in ("minDriverVersion", "minComputeCapability"):
+                    (require or {}).pop(key, None)
+        f.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+
+
 @pytest.mark.parametrize(("cluster", "minor"), [("staging", "1.32"), ("staging", "1.33"), ("prod-east", "1.37"), ("lab", "1.37")])
 def test_example_clusters_moved_to_the_oldest_and_newest_minor_apply_there(control_planes: ControlPlanes, tmp_path: Path,
                                                                           cluster: str, minor: str) -> None:
     """An example cluster moved to the oldest or the newest supported minor renders its objects in that minor's
-    resource.k8s.io version, and that minor's API server takes them."""
+    resource.k8s.io version, and that minor's API server takes them. On 1.32 and 1.33 the server refuses the semver()
+    selectors minDriverVersion and minComputeCapability compile to: gpuc refuses those intents first."""
     fleet = tmp_path / "fleet"
     shutil.copytree(EXAMPLES, fleet)
     path = fleet / "clusters" / f"{cluster}.yaml"
@@ -62,10 +74,24 @@ def test_example_clusters_moved_to_the_oldest_and_newest_minor_apply_there(contr
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     out = tmp_path / "out"
     result = gpuc("render", fleet, "-o", out, "--cluster", cluster)
+    if minor in ("1.32", "1.33"):
+        assert result.code == 2 and "refuses in a new selector: it arrives in 1.34" in result.err, result.err
+        _strip_semver(fleet)
+        result = gpuc("render", fleet, "-o", out, "--cluster", cluster)
     assert result.code == 0, result.err
     rejected, lost = apply_tree(Kube(control_planes.get(minor)), out / cluster, crds_of(fleet, cluster))
     assert [str(r) for r in rejected] == []
     assert lost == []
+
+
+def test_the_api_server_refuses_semver_in_a_new_selector_before_1_34(control_planes: ControlPlanes) -> None:
+    """The fact behind gpuc's refusal (kubernetes.yaml celFunctionsInNewSelectors), held against the real servers."""
+    selector = "device.attributes['gpu.nvidia.com'].driverVersion.compareTo(semver('550.0.0')) >= 0"
+    for minor, version, accepted in (("1.33", "v1beta2", False), ("1.34", "v1", True)):
+        answer = Kube(control_planes.get(minor)).apply({"apiVersion": f"resource.k8s.io/{version}", "kind": "DeviceClass",
+                                                        "metadata": {"name": "semver-probe"},
+                                                        "spec": {"selectors": [{"cel": {"expression": selector}}]}}, dry_run=True)
+        assert isinstance(answer, Rejection) != accepted, (minor, answer)
 
 
 @settings(max_examples=12, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

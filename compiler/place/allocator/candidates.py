@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from ...cel import CelCompileError, Selector, compile_selector
 from ..inventory import Device, Inventory, PoolState
 from ..inventory.selection import select
+from .features import ALL, AllocatorFeatures
 from .nodes import node_matches
 from .requests import ClaimError, DeviceClass, Option
 
@@ -28,11 +29,11 @@ class Match:
     per_node: dict[str, list[int]] = field(default_factory=dict)
 
 
-def _compile(texts: tuple[str, ...], owner: str) -> list[Selector]:
+def _compile(texts: tuple[str, ...], owner: str, features: AllocatorFeatures) -> list[Selector]:
     selectors = []
     for i, text in enumerate(texts):
         try:
-            selectors.append(compile_selector(text))
+            selectors.append(compile_selector(text, features.on("DRAConsumableCapacity")))
         except CelCompileError as exc:
             raise ClaimError(f"{owner} selector {i} does not compile: {exc}") from None
     return selectors
@@ -41,25 +42,33 @@ def _compile(texts: tuple[str, ...], owner: str) -> list[Selector]:
 class DeviceIndex:
     """Candidate devices per option and node, over one inventory."""
 
-    def __init__(self, inventory: Inventory, classes: dict[str, DeviceClass]) -> None:
+    def __init__(self, inventory: Inventory, classes: dict[str, DeviceClass], features: AllocatorFeatures = ALL) -> None:
         self.inventory = inventory
         self.classes = classes
+        self.features = features
+        self._taints = features.on("DRADeviceTaints") and any(d.taints for d in inventory.devices)
         self._class_matches: dict[str, tuple[list[int], dict[int, str]]] = {}
-        self._matches: dict[tuple[str, tuple[str, ...]], Match] = {}
+        self._matches: dict[tuple, Match] = {}
         self._by_option: dict[int, tuple[Option, Match]] = {}  # by identity: options are shared by all pods of a template
         self._node_pools: dict[str, list[PoolState]] = {}
         slices = inventory.slices
         self.node_of: list[str | None] = [d.node_name or slices[d.slice_index].node_name for d in inventory.devices]
         self._bound_pools: dict[str, list[tuple[str, str]]] = {}
         self._floating_slices = [s for s in slices if s.node_name is None]
-        invalid = {key for key, pool in inventory.pools.items() if pool.invalid}
+        invalid = {key for key, pool in inventory.pools.items() if self.pool_invalid(pool)}
+        # 1.35 on: devices of incomplete or invalid pools are skipped, not used or fatal
+        self._unusable = invalid | {key for key, pool in inventory.pools.items() if pool.incomplete} \
+            if features.skips_unusable_pools else set()
+        self.any_invalid = bool(invalid) and features.skips_unusable_pools  # 1.35+: a failing pod may be an error
+        if self._unusable:
+            invalid = set()
         # Devices of pools that repeat a device name: the search fails when it reaches one (usually empty).
-        self._binding = any(d.binding_conditions for d in inventory.devices)
+        self._binding = not features.binding and any(d.binding_conditions for d in inventory.devices)
+        # Without DRAPartitionableDevices the scheduler sees neither devices consuming counters nor slices
+        # selecting nodes per device.
+        self._unpartitioned = not features.on("DRAPartitionableDevices") and any(
+            d.consumes or slices[d.slice_index].per_device_node_selection for d in inventory.devices)
         self.invalid_devices = frozenset(d.index for d in inventory.devices if invalid and inventory.pool_of(d) in invalid)
-        # The scheduler allocates nothing from a pool until every slice of its newest generation is there
-        # (structured/internal/*/allocator_*.go: incomplete pools are skipped; All mode fails on them).
-        incomplete = {key for key, pool in inventory.pools.items() if pool.incomplete}
-        self._incomplete = frozenset(d.index for d in inventory.devices if incomplete and inventory.pool_of(d) in incomplete)
         for s in slices:
             if s.node_name is not None:
                 keys = self._bound_pools.setdefault(s.node_name, [])
@@ -69,10 +78,10 @@ class DeviceIndex:
     # ------------------------------------------------------------------------------- matching
     def _evaluate(self, selectors: list[Selector], candidates: list[int], errors: dict[int, str]) -> list[int]:
         """`candidates` that pass every selector, plus those in `errors` or on which a selector fails (added
-        to `errors`), in candidate order. Devices with binding conditions are never candidates."""
+        to `errors`), in candidate order. Devices with binding conditions are candidates only with the gates on."""
         devices = self.inventory.devices
-        if errors or self._binding:
-            remaining = tuple(i for i in candidates if i not in errors and not devices[i].binding_conditions)
+        if errors or self._binding or self._unpartitioned or self._unusable:
+            remaining = tuple(i for i in candidates if i not in errors and self._visible(devices[i]))
         else:
             remaining = tuple(candidates)  # the usual case, without a pass over every device
         for selector in selectors:
@@ -84,6 +93,14 @@ class DeviceIndex:
         keep = set(remaining)
         return [i for i in candidates if i in keep or i in errors]
 
+    def _visible(self, device: Device) -> bool:
+        """Whether the features on let the scheduler see the device at all."""
+        if self._binding and device.binding_conditions:
+            return False
+        if self._unusable and self.inventory.pool_of(device) in self._unusable:
+            return False
+        return not (self._unpartitioned and (device.consumes or self.inventory.slices[device.slice_index].per_device_node_selection))
+
     def class_match(self, name: str) -> tuple[list[int], dict[int, str]]:
         cached = self._class_matches.get(name)
         if cached is None:
@@ -92,7 +109,7 @@ class DeviceIndex:
                 known = ", ".join(sorted(self.classes)) or "none"
                 raise ClaimError(f"DeviceClass '{name}' does not exist on this cluster (classes: {known})")
             errors: dict[int, str] = {}
-            devices = self._evaluate(_compile(cls.selectors, f"DeviceClass {name}"), list(range(len(self.inventory.devices))), errors)
+            devices = self._evaluate(_compile(cls.selectors, f"DeviceClass {name}", self.features), list(range(len(self.inventory.devices))), errors)
             cached = self._class_matches[name] = (devices, errors)
         return cached
 
@@ -105,14 +122,14 @@ class DeviceIndex:
         return found
 
     def _match(self, option: Option) -> Match:
-        key = (option.device_class, option.selectors)
+        key = (option.device_class, option.selectors, option.tolerations)
         found = self._matches.get(key)
         if found is None:
             base, class_errors = self.class_match(option.device_class)
             errors = dict(class_errors)
-            devices = self._evaluate(_compile(option.selectors, f"request '{option.name}'"), base, errors) if option.selectors else base
-            if self._incomplete:
-                devices = [i for i in devices if i not in self._incomplete]
+            devices = self._evaluate(_compile(option.selectors, f"request '{option.name}'", self.features), base, errors) if option.selectors else base
+            if self._taints:
+                devices = [i for i in devices if not self._tainted(i, option)]
             by_node: dict[str, list[int]] = {}
             floating: list[int] = []
             node_of = self.node_of
@@ -124,6 +141,12 @@ class DeviceIndex:
                     by_node.setdefault(node, []).append(i)
             found = self._matches[key] = Match(devices, errors, by_node, floating)
         return found
+
+    def _tainted(self, index: int, option: Option) -> bool:
+        """A NoSchedule or NoExecute taint the request does not tolerate keeps the device from it (other effects
+        do not), as the scheduler's taintPreventsAllocation."""
+        return any(effect in ("NoSchedule", "NoExecute") and not any(t.tolerates((key, value, effect)) for t in option.tolerations)
+                   for key, value, effect in self.inventory.devices[index].taints)
 
     def candidates(self, option: Option, node: str) -> list[int]:
         """Devices on `node` the option selects, in the documented order."""
@@ -142,8 +165,9 @@ class DeviceIndex:
         s = self.inventory.slices[device.slice_index]
         if s.all_nodes or device.all_nodes:
             return True
-        if s.node_selector is not None:
-            return node_matches(s.node_selector, node)
+        selector = device.node_selector if device.node_selector is not None else s.node_selector
+        if selector is not None:
+            return node_matches(selector, node)
         return False
 
     # ------------------------------------------------------------------------------- pools
@@ -159,6 +183,22 @@ class DeviceIndex:
                     keys.append((s.driver, s.pool))
             found = self._node_pools[node] = [self.inventory.pools[k] for k in keys]
         return found
+
+    def pool_invalid(self, pool: PoolState) -> bool:
+        """A device name repeated, or (with partitionable devices, as the 1.35+ allocator checks) bad counters."""
+        return pool.invalid or bool(self.features.skips_unusable_pools and self.features.on("DRAPartitionableDevices")
+                                    and pool.counter_problem)
+
+    def invalid_on(self, node: str) -> str:
+        """Why an invalid pool the allocator gathers for `node` is invalid ("" when none is): the 1.35+ allocator
+        fails a node where nothing fits with this, so the pod is reported as an error, not as Pending."""
+        if not self.features.skips_unusable_pools:
+            return ""
+        for pool in self.node_pools(node):
+            if self.pool_invalid(pool):
+                why = f"device '{pool.duplicate}' is published twice" if pool.duplicate else pool.counter_problem
+                return f"resource pool {pool.driver}/{pool.name} is invalid ({why})"
+        return ""
 
     def describe(self, index: int) -> str:
         device: Device = self.inventory.devices[index]

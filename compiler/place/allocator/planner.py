@@ -28,6 +28,8 @@ from ..held import NO_USE, ClusterUse, RunningClaim
 from ..inventory import Inventory
 from ..inventory.codec import unqualify
 from .candidates import DeviceIndex
+from .features import ALL as ALL_FEATURES
+from .features import AllocatorFeatures
 from .pods import Pod, PodClaim
 from .reasons import explain
 from .requests import EXACT_COUNT, ClaimError, DeviceClass
@@ -65,10 +67,13 @@ def _placed(results: list[ClaimResult], index: DeviceIndex) -> tuple[PlacedClaim
 
 
 class Planner:
-    def __init__(self, inventory: Inventory, classes: dict[str, DeviceClass], record_devices: bool = True) -> None:
+    def __init__(self, inventory: Inventory, classes: dict[str, DeviceClass], record_devices: bool = True,
+                 features: AllocatorFeatures = ALL_FEATURES) -> None:
         self.inventory = inventory
+        self.features = features
+        self.shareable = any(d.multi for d in inventory.devices)
         self.record_devices = record_devices  # the devices each placed pod got (False: only where it went)
-        self.index = DeviceIndex(inventory, classes)
+        self.index = DeviceIndex(inventory, classes, features)
         self.state = AllocationState(inventory)
         self.nodes = [n.name for n in inventory.nodes]
         self._cursor: dict[tuple, int] = {}
@@ -87,14 +92,15 @@ class Planner:
         if not todo:
             return self._outcome(pod, next(iter(pinned)), done)
         shape = tuple(_shape(c) for c in todo)
-        start = 0 if pinned else max(self._cursor.get(shape, 0), self.frontier.first_fit(todo))
+        start = 0 if pinned else max(self._cursor.get(shape, 0), 0 if self.shareable else self.frontier.first_fit(todo))
         candidates = sorted(pinned) if pinned else self.nodes[start:]
-        needed = _free_devices_needed(todo)
+        # Devices that allow multiple allocations hold several requests each: no count of free devices bounds them.
+        needed = 0 if self.shareable else _free_devices_needed(todo)
         ranked = _has_alternatives(todo)
         best: tuple[int, str, list[ClaimResult]] | None = None
         try:
             for node in candidates:
-                if self.state.free_on(node) < needed or not self._could_fit(todo, node):
+                if self.state.free_on(node) < needed or not (self.shareable or self._could_fit(todo, node)):
                     results = None  # not enough free devices, or too few of the right kind: no search can succeed
                 else:
                     results = allocate_on_node(node, todo, self.index, self.state)
@@ -117,6 +123,11 @@ class Planner:
         if best is not None:
             self.state.commit(best[2], pod.workload)
             return self._outcome(pod, best[1], done + best[2])
+        invalid = next((why for node in (sorted(pinned) if pinned else self.nodes) if (why := self.index.invalid_on(node))), "") \
+            if self.index.any_invalid else ""
+        if invalid:
+            return self._failed(pod, f"invalid resource pools were encountered: {invalid}; the scheduler fails the pod when "
+                                     "it fits no node and an invalid pool was seen (the driver must republish the pool)", error=True)
         if pinned:
             node = next(iter(pinned))
             return self._failed(pod, f"it must run on node {node}, where its shared claim is allocated, but "
@@ -185,7 +196,7 @@ class FreeFrontier:
         return bound
 
     def _first(self, option) -> int:
-        key = (option.device_class, option.selectors)
+        key = (option.device_class, option.selectors, option.tolerations)
         eligible = self._eligible.get(key)
         if eligible is None:
             m = self.index.match(option)
@@ -334,7 +345,9 @@ def plan_pods(cluster: ResolvedCluster, inventory: Inventory, classes: dict[str,
     """Place `pods` on `inventory`, where the claims of `use` already hold their devices; outcomes come back
     in `pods` order. Without `detail` (the render and validate gate, which only reports unplaceable pods)
     placed pods carry no devices and pool usage is left out: a tenth of the planning time at thousands of pods."""
-    planner = Planner(inventory, classes, record_devices=detail)
+    # the allocator honours what the cluster's Kubernetes minor turns on by default, as its scheduler does
+    features = AllocatorFeatures.for_minor(int(cluster.api.kubernetes.split(".")[1]))
+    planner = Planner(inventory, classes, record_devices=detail, features=features)
     for claim in use.foreign:
         planner.state.hold(claim.claim, ((d.index, d.taken) for d in claim.devices if not d.admin))
     outcomes: list[PodOutcome | None] = [None] * len(pods)

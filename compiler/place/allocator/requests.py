@@ -2,8 +2,8 @@
 
 v1beta1 writes a request's fields on the request itself; v1beta2 and v1 put them under `exactly`
 or list alternatives under `firstAvailable`. Both parse into the same typed records. Capacity
-requests (consumable capacity, DRAConsumableCapacity) are parsed; whether the cluster serves them is
-the validation stage's question. distinctAttribute constraints are refused with the reason.
+requests (consumable capacity), request tolerations and distinctAttribute constraints are parsed. A field whose
+feature gate is off (AllocatorFeatures) is refused with the error the scheduler's allocator gives.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from typing import Any
 
 from ...cel import Quantity, QuantityError
 from ...facts.platform import dra_limits
+from .features import ALL as ALL_FEATURES
+from .features import AllocatorFeatures
 
 EXACT_COUNT, ALL = "ExactCount", "All"
 
@@ -32,6 +34,25 @@ class Option:
     count: int  # 0 for All
     admin_access: bool = False
     capacity: tuple[tuple[str, Quantity], ...] = ()  # capacity.requests: name (unqualified: the device's driver) -> amount
+    tolerations: tuple[Toleration, ...] = ()
+
+
+@dataclass(frozen=True)
+class Toleration:
+    """A request's toleration of device taints (DRADeviceTaints), as resourceclaim.ToleratesTaint reads it."""
+
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+    def tolerates(self, taint: tuple[str, str, str]) -> bool:
+        key, value, effect = taint
+        if (self.effect and self.effect != effect) or (self.key and self.key != key):
+            return False
+        if self.operator in ("", "Equal"):
+            return self.value == value
+        return self.operator == "Exists"
 
 
 @dataclass(frozen=True)
@@ -46,10 +67,12 @@ class Request:
 
 @dataclass(frozen=True)
 class Constraint:
-    """matchAttribute: every device of the listed requests (all when empty) has the same value of `attribute`."""
+    """matchAttribute: every device of the listed requests (all when empty) has the same value of `attribute`;
+    distinctAttribute (`distinct`): no two of them have the same value."""
 
     attribute: str  # fully qualified: domain/name
     requests: frozenset[str] = frozenset()
+    distinct: bool = False
 
     def applies(self, option_name: str) -> bool:
         return not self.requests or option_name in self.requests or option_name.split("/")[0] in self.requests
@@ -96,24 +119,33 @@ def _selectors(raw: Any, where: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _option(name: str, body: Any, where: str, allow_admin: bool) -> Option:
+def _option(name: str, body: Any, where: str, allow_admin: bool, features: AllocatorFeatures) -> Option:
     body = _mapping(body, where)
     capacity = _capacity(body.get("capacity"), f"{where}.capacity")
+    if capacity and not features.on("DRAConsumableCapacity"):
+        raise ClaimError(f"{where}.capacity: has capacity requests, but the DRAConsumableCapacity feature is disabled")
     device_class = body.get("deviceClassName")
     if not isinstance(device_class, str) or not device_class:
         raise ClaimError(f"{where}.deviceClassName is required")
     mode = body.get("allocationMode") or EXACT_COUNT
     if mode not in (EXACT_COUNT, ALL):
         raise ClaimError(f"{where}.allocationMode {mode!r} is not ExactCount or All")
-    if mode == ALL and body.get("count"):
-        raise ClaimError(f"{where}.count must be unset with allocationMode All")
-    count = body.get("count") or (1 if mode == EXACT_COUNT else 0)
+    count = 0 if mode == ALL else body.get("count") or 1  # the allocator ignores a count beside All
     if not isinstance(count, int) or isinstance(count, bool) or count < 0:
         raise ClaimError(f"{where}.count must be a positive integer")
     admin = body.get("adminAccess") is True
     if admin and not allow_admin:
         raise ClaimError(f"{where}.adminAccess is not allowed on a firstAvailable subrequest")
-    return Option(name, device_class, _selectors(body.get("selectors"), where), mode, count, admin, capacity)
+    if admin and not features.on("DRAAdminAccess"):
+        raise ClaimError(f"{where}.adminAccess: admin access is requested, but the feature is disabled")
+    tolerations = tuple(_toleration(t, f"{where}.tolerations[{i}]") for i, t in enumerate(_items(body.get("tolerations"), f"{where}.tolerations")))
+    return Option(name, device_class, _selectors(body.get("selectors"), where), mode, count, admin, capacity, tolerations)
+
+
+def _toleration(raw: Any, where: str) -> Toleration:
+    raw = _mapping(raw, where)
+    return Toleration(str(raw.get("key") or ""), str(raw.get("operator") or "Equal"), str(raw.get("value") or ""),
+                      str(raw.get("effect") or ""))
 
 
 def _capacity(raw: Any, where: str) -> tuple[tuple[str, Quantity], ...]:
@@ -129,7 +161,7 @@ def _capacity(raw: Any, where: str) -> tuple[tuple[str, Quantity], ...]:
     return tuple(out)
 
 
-def _request(raw: Any, where: str) -> Request:
+def _request(raw: Any, where: str, features: AllocatorFeatures) -> Request:
     raw = _mapping(raw, where)
     name = raw.get("name")
     if not isinstance(name, str) or not name:
@@ -138,33 +170,37 @@ def _request(raw: Any, where: str) -> Request:
     if alternatives and (raw.get("exactly") is not None or raw.get("deviceClassName") is not None):
         raise ClaimError(f"{where} has both an exact request and firstAvailable; the API server requires exactly one")
     if alternatives:
+        if not features.on("DRAPrioritizedList"):
+            raise ClaimError(f"{where}.firstAvailable: has subrequests, but the DRAPrioritizedList feature is disabled")
         options = tuple(_option(f"{name}/{_mapping(sub, f'{where}.firstAvailable[{i}]').get('name')}", sub,
-                                f"{where}.firstAvailable[{i}]", allow_admin=False) for i, sub in enumerate(alternatives))
+                                f"{where}.firstAvailable[{i}]", False, features) for i, sub in enumerate(alternatives))
         return Request(name, options)
     if "exactly" in raw:
-        return Request(name, (_option(name, raw["exactly"], where + ".exactly", allow_admin=True),))
-    return Request(name, (_option(name, raw, where, allow_admin=True),))  # v1beta1 writes the fields on the request
+        return Request(name, (_option(name, raw["exactly"], where + ".exactly", True, features),))
+    return Request(name, (_option(name, raw, where, True, features),))  # v1beta1 writes the fields on the request
 
 
-def parse_claim_spec(spec: Any) -> ClaimSpec:
+def parse_claim_spec(spec: Any, features: AllocatorFeatures = ALL_FEATURES) -> ClaimSpec:
     """`spec` of a ResourceClaim (the inner `spec.spec` of a template), any resource.k8s.io version."""
     devices = _mapping(_mapping(spec, "spec").get("devices") or {}, "spec.devices")
-    requests = tuple(_request(r, f"spec.devices.requests[{i}]") for i, r in enumerate(_items(devices.get("requests"), "spec.devices.requests")))
+    requests = tuple(_request(r, f"spec.devices.requests[{i}]", features) for i, r in enumerate(_items(devices.get("requests"), "spec.devices.requests")))
     names = {r.name for r in requests} | {o.name for r in requests for o in r.options}
     constraints = []
     for i, c in enumerate(_items(devices.get("constraints"), "spec.devices.constraints")):
         where = f"spec.devices.constraints[{i}]"
         c = _mapping(c, where)
-        if c.get("distinctAttribute"):
-            raise ClaimError(f"{where}.distinctAttribute needs the DRAConsumableCapacity feature gate (alpha, off in Kubernetes 1.34)")
-        attribute = c.get("matchAttribute")
+        distinct = bool(c.get("distinctAttribute"))
+        if distinct and not features.on("DRAConsumableCapacity"):
+            raise ClaimError(f"{where}.distinctAttribute needs the DRAConsumableCapacity feature gate, off on this Kubernetes version")
+        field = "distinctAttribute" if distinct else "matchAttribute"
+        attribute = c.get(field)
         if not isinstance(attribute, str) or "/" not in attribute:
-            raise ClaimError(f"{where}.matchAttribute must be a fully qualified attribute name (domain/name)")
+            raise ClaimError(f"{where}.{field} must be a fully qualified attribute name (domain/name)")
         listed = _items(c.get("requests"), f"{where}.requests")
         unknown = [str(r) for r in listed if not isinstance(r, str) or r not in names]
         if unknown:
             raise ClaimError(f"{where}.requests names unknown request(s) {', '.join(unknown)}")
-        constraints.append(Constraint(attribute, frozenset(listed)))
+        constraints.append(Constraint(attribute, frozenset(listed), distinct))
     claim = ClaimSpec(requests, tuple(constraints))
     limit = dra_limits()["devicesPerClaim"]
     if claim.min_devices > limit:

@@ -34,25 +34,30 @@ def typed_value(value: Any) -> tuple:
 
 
 class _Match:
-    """One matchAttribute constraint during the search: the value the first device fixed, and how many hold it."""
+    """One matchAttribute (or distinctAttribute) constraint during the search: the values of the devices picked
+    so far for the requests it names, in pick order (a release drops the last)."""
 
-    __slots__ = ("constraint", "value", "count")
+    __slots__ = ("constraint", "values")
 
     def __init__(self, constraint: Constraint) -> None:
         self.constraint = constraint
-        self.value: tuple | None = None
-        self.count = 0
+        self.values: list[tuple] = []
 
     def add(self, device: Device) -> bool:
         value = device.attribute(self.constraint.attribute)
         if value is None:
             return False
         typed = typed_value(value)
-        if self.count and typed != self.value:
+        if self.constraint.distinct:
+            if typed in self.values:
+                return False
+        elif self.values and typed != self.values[0]:
             return False
-        self.value = typed
-        self.count += 1
+        self.values.append(typed)
         return True
+
+    def remove(self) -> None:
+        self.values.pop()
 
 
 class _Search:
@@ -61,6 +66,9 @@ class _Search:
         self.devices = index.inventory.devices
         self.limit = dra_limits()["devicesPerClaim"]
         self.steps = [(ci, r) for ci, c in enumerate(claims) for r in c.spec.requests]  # type: ignore[union-attr]
+        # the fewest devices the claim's later requests need: an option that leaves them no room under the
+        # per-claim limit is pruned before its devices are searched (32 of 64 devices is 1.8e18 combinations)
+        self.after = [sum(r.min_devices for cj, r in self.steps[k + 1:] if cj == ci) for k, (ci, _) in enumerate(self.steps)]
         self.taking: dict[int, int] = {}  # device -> how many picks of this call hold it
         self.consuming: dict[int, Consumption] = {}  # device -> capacity this call's picks consume of it (multi devices)
         self.claim_taking: set[tuple[int, int]] = set()  # (claim, device)
@@ -87,6 +95,8 @@ class _Search:
         return False
 
     def _available(self, ci: int, option: Option, d: int) -> bool:
+        if self.state.multi[d] and self.state.in_use[d]:
+            return False  # allocated before as a dedicated device: not shareable now
         if option.capacity or self.state.multi[d]:
             return self._has_capacity(option, d)
         if option.admin_access:
@@ -107,7 +117,7 @@ class _Search:
     def _exact(self, ci: int, option: Option, remaining: int, start: int, k: int) -> bool:
         if remaining == 0:
             return self._step(k + 1)
-        if len(self.picked[ci]) + remaining > self.limit:
+        if len(self.picked[ci]) + remaining + self.after[k] > self.limit:
             return False
         candidates = self.index.candidates(option, self.node)
         errors = self.index.match(option).errors
@@ -139,7 +149,9 @@ class _Search:
                 raise AllocationError(f"request '{option.name}' asks for all devices, but resource pool "
                                       f"{pool.driver}/{pool.name} is {state}")
         candidates = self.index.candidates(option, self.node)
-        if not candidates or len(self.picked[ci]) + len(candidates) > self.limit:
+        if option.capacity:  # All with capacity requests: devices without enough of the capacity are left out
+            candidates = [d for d in candidates if consumption(self.devices[d], option.capacity) is not None]
+        if not candidates or len(self.picked[ci]) + len(candidates) + self.after[k] > self.limit:
             return False
         errors = self.index.match(option).errors
         taken: list[int] = []
@@ -157,9 +169,16 @@ class _Search:
             self._release(ci, option, d)
         return False
 
+    def _counted(self, d: int) -> bool:
+        """Whether a pick of device `d` charges its counters: always (admin access too: it ignores other
+        allocations, not the counters), except a device allowing multiple allocations that is already
+        allocated, whose counters its first allocation charged."""
+        device = self.devices[d]
+        return bool(device.consumes) and not (device.multi and (self.state.held[d] or d in self.taking))
+
     def _take(self, ci: int, option: Option, d: int, must: bool) -> bool:
         device = self.devices[d]
-        counted = bool(device.consumes)  # admin access too: it ignores other allocations, not the counters
+        counted = self._counted(d)
         if counted and not self._consume(device):
             return False
         added: list = []
@@ -168,7 +187,7 @@ class _Search:
                 continue
             if not m.add(device):
                 for earlier in added:
-                    earlier.count -= 1
+                    earlier.remove()
                 if counted:
                     self._unconsume(device)
                 if must:
@@ -201,8 +220,8 @@ class _Search:
             del self.taking[d]
         for m in self.matches[ci]:
             if m.constraint.applies(option.name):
-                m.count -= 1
-        if device.consumes:
+                m.remove()
+        if self._counted(d):
             self._unconsume(device)
 
     def _consume(self, device: Device) -> bool:

@@ -85,9 +85,13 @@ class AllocationState:
             self._take(index, taken)
 
     def _take(self, index: int, taken: Consumption | None) -> None:
+        """Record one allocation of a device. `taken` None on a device that allows multiple allocations is a
+        dedicated allocation (the scheduler's allocated devices): nobody may share it then. Counters are
+        charged by the first allocation of a device only."""
         device = self.inventory.devices[index]
+        first = not self.held[index]
         self.held[index] = 1
-        if device.multi:  # others may still get it while its capacity lasts
+        if device.multi and taken is not None:  # others may still get it while its capacity lasts
             if taken:
                 total = self.consumed.setdefault(index, {})
                 for key, amount in taken.items():
@@ -95,6 +99,8 @@ class AllocationState:
         elif not self.in_use[index]:
             self.in_use[index] = 1
             self._free[self._node(device)] -= 1
+        if not first and device.multi:
+            return
         pool = self.inventory.pool_of(device) if device.consumes else None
         for use in device.consumes:
             left = self.counters(pool).get(use.counter_set)  # type: ignore[arg-type]

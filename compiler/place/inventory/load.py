@@ -136,7 +136,23 @@ def _device(reader: _Reader, raw: Any, where: Location, driver: str, api: str) -
     multi = reader.get(body, "allowMultipleAllocations", (doc, base), bool, required=False) is True
     return Device(name, driver, attributes, capacity, consumes, binding_conditions=bool(body.get("bindingConditions")),
                   node_name=body.get("nodeName") if isinstance(body.get("nodeName"), str) else None,
-                  all_nodes=body.get("allNodes") is True, multi=multi, policies=policies or None)
+                  all_nodes=body.get("allNodes") is True, multi=multi, policies=policies or None,
+                  node_selector=body.get("nodeSelector") if isinstance(body.get("nodeSelector"), dict) else None,
+                  taints=_taints(reader, reader.get(body, "taints", (doc, base), list, required=False) or [], (doc, base + ("taints",))))
+
+
+def _taints(reader: _Reader, raw: list, where: Location) -> tuple[tuple[str, str, str], ...]:
+    """A device's taints as (key, value, effect); the scheduler only honours them with DRADeviceTaints on."""
+    out = []
+    for i, taint in enumerate(raw):
+        here = (where[0], where[1] + (i,))
+        if not isinstance(taint, dict):
+            reader.fail(here, "a taint must be a mapping with key and effect")
+            continue
+        key, effect = reader.get(taint, "key", here, str), reader.get(taint, "effect", here, str)
+        if key is not None and effect is not None:
+            out.append((key, str(taint.get("value") or ""), effect))
+    return tuple(out)
 
 
 def _policy(reader: _Reader, raw: Any, where: Location) -> RequestPolicy | None:
@@ -271,8 +287,8 @@ def _pool_warnings(inventory: Inventory, slices: list[ResourceSlice], locate: Lo
         if pool.incomplete:
             out.append(locate(s, f"resource pool {pool.driver}/{pool.name} is incomplete: {pool.slices} of {pool.expected} "
                                  f"slices at generation {pool.generation}",
-                              "the driver may still be publishing: the scheduler allocates none of its devices until every slice is "
-                              "there; re-export once it is"))
+                              "the driver may still be publishing: from Kubernetes 1.35 the scheduler allocates none of its devices "
+                              "until every slice is there (before, only allocationMode All waits); re-export once it is"))
         if pool.invalid:
             out.append(locate(s, f"resource pool {pool.driver}/{pool.name} is invalid: device '{pool.duplicate}' appears in "
                                  "more than one of its slices", "the scheduler refuses to allocate from an invalid pool"))

@@ -50,6 +50,7 @@ class Device:
     binding_conditions: bool = False  # needs DRADeviceBindingConditions (alpha): never selectable in 1.34 defaults
     node_name: str | None = None  # per-device node selection (perDeviceNodeSelection slices)
     all_nodes: bool = False
+    node_selector: dict | None = None
     index: int = -1  # position in Inventory.devices
     slice_index: int = -1  # position in Inventory.slices
     # Devices with the same template (>= 0) publish the same driver, capacity and attributes except those
@@ -57,6 +58,7 @@ class Device:
     template: int = -1
     multi: bool = False  # allowMultipleAllocations: several claims share it while its capacity lasts
     policies: dict[str, dict[str, RequestPolicy]] | None = None  # domain -> capacity name -> its request policy
+    taints: tuple[tuple[str, str, str], ...] = ()  # (key, value, effect): DRADeviceTaints
 
     def attribute(self, qualified: str) -> AttrValue | None:
         domain, _, name = qualified.rpartition("/")
@@ -99,6 +101,7 @@ class PoolState:
     slices: int
     expected: int
     duplicate: str = ""  # a device name that repeats across the pool's slices: the pool is invalid
+    counter_problem: str = ""  # a counter set named twice, or consumed counters the pool does not define
 
     @property
     def incomplete(self) -> bool:
@@ -148,6 +151,26 @@ def pool_counter_sets(slices: tuple[ResourceSlice, ...] | list[ResourceSlice]) -
     return out
 
 
+def _counter_problem(members: list[ResourceSlice]) -> str:
+    """Why a pool's counters make it invalid for an allocator with partitionable devices, or "": a set
+    defined twice, or a device consuming a set or counter no slice of the pool defines."""
+    sets: dict[str, dict] = {}
+    for s in members:
+        for name, counters in s.shared_counters.items():
+            if name in sets:
+                return f"counter set '{name}' is defined twice"
+            sets[name] = counters
+    for s in members:
+        for d in s.devices:
+            for use in d.consumes:
+                if use.counter_set not in sets:
+                    return f"device '{d.name}' consumes counter set '{use.counter_set}', which the pool does not define"
+                unknown = [n for n, _ in use.counters if n not in sets[use.counter_set]]
+                if unknown:
+                    return f"device '{d.name}' consumes counter '{unknown[0]}', which set '{use.counter_set}' does not define"
+    return ""
+
+
 _DIGITS = re.compile(r"(\d+)")
 
 
@@ -177,7 +200,8 @@ def build_inventory(cluster: str, source: str, api_version: str, slices: list[Re
                 if d.name in seen and not duplicate:
                     duplicate = d.name
                 seen.add(d.name)
-        pools[key] = PoolState(key[0], key[1], newest[key], len(members), members[0].slice_count, duplicate)
+        pools[key] = PoolState(key[0], key[1], newest[key], len(members), members[0].slice_count, duplicate,
+                               _counter_problem(members))
     rank = {n.name: i for i, n in enumerate(nodes)}
     last = len(nodes)
     current.sort(key=lambda s: (rank.get(s.node_name or "", last), s.driver, s.pool, s.name))
