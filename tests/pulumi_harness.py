@@ -270,6 +270,7 @@ IMMUTABLE = {
     "ResourceClaimTemplate": (["spec"], False),
     "ComputeDomain": (["spec"], False),
     "NIMService": (["spec.draResources"], True),
+    "NIMCache": (["spec.source.ngc.modelPuller"], True),  # the NIM Operator CRD's `self == oldSelf` rule
 }
 
 

@@ -83,6 +83,18 @@ def test_gpu_count_change(repo):
     assert diff(repo, "--fail-on", "infeasible,cluster-removed", "--fail-on", "replacement").code == 1
 
 
+def test_a_nim_image_bump_replaces_the_nimcache(repo):
+    """The NIM Operator's CRD makes spec.source.ngc.modelPuller (the NIM image) immutable: the real API server
+    refused the in-place update the diff used to promise (issue 27), so the diff calls it a replacement."""
+    edit(repo, "workloads/chat.yaml", [workload_doc("chat", "nim", model=nim_model("8B", image="nvcr.io/nim/meta/llama-3.1-8b-instruct:1.8.4"),
+                                                    secrets=NIM_SECRETS, cache=RWX, replicas=2, gpu={"count": 1})])
+    result = diff(repo)
+    assert result.code == 0, result.err
+    assert "`NIMCache nim/chat`: spec.source.ngc.modelPuller (the NIM image) is immutable: the NIMCache is deleted and recreated" in result.out
+    assert "`spec.source.ngc.modelPuller`: `nvcr.io/nim/meta/llama-3.1-8b-instruct:1.8.3` -> `nvcr.io/nim/meta/llama-3.1-8b-instruct:1.8.4`" in result.out
+    assert diff(repo, "--fail-on", "replacement").code == 1
+
+
 def test_sharing_strategy_change(repo):
     edit(repo, "workloads/chat.yaml", [workload_doc("chat", "nim", model=nim_model("8B"), secrets=NIM_SECRETS, cache=RWX, replicas=1,
                                                     gpu={"count": 1, "sharing": "MPS", "shareGroup": "chat-pool"})])

@@ -121,4 +121,4 @@ def test_a_stack_program_without_wave_dependencies_fails_the_order_check(tree, m
 def test_a_stack_program_without_replacement_options_fails_the_replacement_check(monkeypatch):
     monkeypatch.setattr(modules.cluster, "replacement_options", lambda replacements: {})
     violations = replacement_violations(run_stack(CLUSTER, stack_config(CLUSTER)))
-    assert len(violations) == 11  # 6 claims and claim templates, 1 ComputeDomain, 4 NIMServices
+    assert len(violations) == 15  # 6 claims and claim templates, 1 ComputeDomain, 4 NIMServices, 4 NIMCaches

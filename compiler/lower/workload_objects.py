@@ -22,6 +22,11 @@ from .tolerations import tolerations
 IMMUTABLE_FIELDS = "gpuc.dev/immutable-fields"
 
 
+def _immutable_fields(kind: str) -> dict[str, str]:
+    """A kept-name object's fields replaced on change, named for Argo CD users, who must delete it before the sync."""
+    return {IMMUTABLE_FIELDS: ",".join(r.path for r in replacements_of(kind)), SYNC_OPTIONS: MISSING_CRD_OK}
+
+
 def lower_device_class(cluster: ResolvedCluster, cls: Intent[GpuDeviceClass]) -> KubeObject:
     spec = cls.model.spec
     expressions = [sel.driver_and_type("mig" if spec.mig else "gpu")]
@@ -90,7 +95,7 @@ def nim_objects(plan: WorkloadPlan, claim: ClaimRef | None, compute_domain_name:
     if tolerate:  # the caching Job runs on GPU nodes and takes tolerations only from here (operators.yaml nimOperator.cacheJob)
         cache_spec["tolerations"] = tolerate
     cache = make_object(api, "NIMCache", plan.name, namespace=plan.namespace, wave=Wave.NIM_CACHE, component=component,
-                        origin=plan.intent.source, labels=labels, annotations={SYNC_OPTIONS: MISSING_CRD_OK},
+                        origin=plan.intent.source, labels=labels, annotations=_immutable_fields("NIMCache"),
                         body={"spec": cache_spec}, sources=cache_sources)
 
     repository, tag = _image(model.image)
@@ -123,8 +128,7 @@ def nim_objects(plan: WorkloadPlan, claim: ClaimRef | None, compute_domain_name:
             spec["multiNode"]["computeDomain"] = {"create": False, "name": compute_domain_name}
     service = make_object(api, "NIMService", plan.name, namespace=plan.namespace, wave=Wave.NIM_SERVICE,
                           component=component, origin=plan.intent.source, labels=labels,
-                          annotations={IMMUTABLE_FIELDS: ",".join(r.path for r in replacements_of("NIMService")),
-                                       SYNC_OPTIONS: MISSING_CRD_OK},
+                          annotations=_immutable_fields("NIMService"),
                           body={"spec": spec}, sources=SERVICE_SOURCES)
     return [cache, service]
 
