@@ -3,6 +3,7 @@ a diff that never crashes as "gate tripped", and the discoverability commands.""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import EXAMPLES, REPO, cluster_doc, gpuc, workload_doc, write_fleet
+from conftest import EXAMPLES, REPO, cluster_doc, deep_update, gpuc, workload_doc, write_fleet
 
 
 def test_the_readmes_first_command_prints_no_warning(tmp_path):
@@ -48,6 +49,8 @@ def test_every_yaml_snippet_of_the_readme_validates(tmp_path):
                 clusters.append(doc)
             else:
                 workloads[f"readme-{line}.yaml"] = text
+        elif set(doc) == {"spec"}:  # a fragment of a Cluster's spec: a cluster of its own with it
+            clusters.append(deep_update(copy.deepcopy(SNIPPET_CLUSTER), {"metadata": {"name": f"snippets-{line}"}, **doc}))
         else:
             assert set(doc) == {"gpu"}, f"README line {line}: a snippet gpuc cannot place: {text}"
             workloads[f"readme-{line}.yaml"] = [workload_doc(f"readme-{line}", clusters=["snippets"], **doc)]
