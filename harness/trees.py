@@ -4,7 +4,7 @@ server-side apply, dry run first; and reading back what was stored."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +33,12 @@ def is_patch(obj: dict[str, Any]) -> bool:
     return obj["metadata"].get("annotations", {}).get("pulumi.com/patchForce") == "true"
 
 
-def what_the_owner_made(obj: dict[str, Any], crd_files: Iterable[Path]) -> dict[str, Any]:
-    """The object a patch lands on: a Node as a provisioner registers it; a custom resource as its operator's install
-    creates it, with the sections its CRD requires present (their contents are the owner's, irrelevant to the patch)."""
+def what_the_owner_made(obj: dict[str, Any], crd_files: Iterable[Path],
+                        chart_values: Mapping[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The object a patch lands on: a Node as a provisioner registers it; a custom resource as its operator's chart
+    creates it: the sections its CRD requires, filled with the scalar settings the chart's values give each section
+    (`chart_values`: kind -> the chart's values). Which fields the owner holds decides what a patch's removal leaves:
+    relinquishing gpuc's fields of a section nobody else holds removes the section."""
     meta = {"name": obj["metadata"]["name"]}
     group, version = obj["apiVersion"].split("/") if "/" in obj["apiVersion"] else ("", obj["apiVersion"])
     for f in crd_files:
@@ -43,20 +46,38 @@ def what_the_owner_made(obj: dict[str, Any], crd_files: Iterable[Path]) -> dict[
             if isinstance(crd, dict) and crd.get("kind") == "CustomResourceDefinition" and crd["spec"]["group"] == group \
                     and crd["spec"]["names"]["kind"] == obj["kind"]:
                 schema = next(v for v in crd["spec"]["versions"] if v["name"] == version)["schema"]["openAPIV3Schema"]
-                required = schema["properties"].get("spec", {}).get("required", [])
-                return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": meta, "spec": {k: {} for k in required}}
+                spec_schema = schema["properties"].get("spec", {})
+                spec: dict[str, Any] = {k: {} for k in spec_schema.get("required", [])}
+                spec |= _chart_sections((chart_values or {}).get(obj["kind"], {}), spec_schema)
+                return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": meta, "spec": spec}
     return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": meta}
 
 
-def _crd_files(crds: Iterable[Path]) -> list[Path]:
+def _chart_sections(values: dict[str, Any], spec_schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each spec section the chart's values configure, with the values' scalar settings the CRD knows there."""
+    out = {}
+    for name, section in (spec_schema.get("properties") or {}).items():
+        given = values.get(name)
+        if isinstance(given, dict) and section.get("type") == "object":
+            known = section.get("properties") or {}
+            scalars = {k: v for k, v in given.items() if k in known and isinstance(v, (str, bool, int)) and v != ""
+                       and known[k].get("type") in ("string", "boolean", "integer")
+                       and isinstance(v, {"string": str, "boolean": bool, "integer": int}[known[k]["type"]])}
+            if scalars:
+                out[name] = scalars
+    return out
+
+
+def crd_files(crds: Iterable[Path]) -> list[Path]:
     return [f for p in crds for f in (sorted(p.rglob("*.yaml")) if p.is_dir() else [p])]
 
 
-def prepare(kube: Kube, objects: list[tuple[str, dict[str, Any]]], crds: Iterable[Path], *, namespaces: bool = True) -> None:
+def prepare(kube: Kube, objects: list[tuple[str, dict[str, Any]]], crds: Iterable[Path], *, namespaces: bool = True,
+            chart_values: Mapping[str, dict[str, Any]] | None = None) -> None:
     """What the charts and the other owners leave before gpuc's objects arrive: the CRDs, the objects partial
-    patches land on and (with `namespaces`) every namespace the objects live in; without it only those no
-    object of the tree creates itself (a deployer that creates, rather than applies, needs them absent)."""
-    files = _crd_files(crds)
+    patches land on (see what_the_owner_made) and (with `namespaces`) every namespace the objects live in; without
+    it only those no object of the tree creates itself (a deployer that creates, rather than applies, needs them absent)."""
+    files = crd_files(crds)
     kube.install_crds(files)
     own = {obj["metadata"]["name"] for _, obj in objects if obj["kind"] == "Namespace"}
     for _, obj in objects:
@@ -64,7 +85,7 @@ def prepare(kube: Kube, objects: list[tuple[str, dict[str, Any]]], crds: Iterabl
         if ns and (namespaces or ns not in own):
             kube.ensure_namespace(ns)
         if is_patch(obj) and kube.get(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], ns) is None:
-            kube.create(what_the_owner_made(obj, files))
+            kube.create(what_the_owner_made(obj, files, chart_values))
 
 
 def apply_tree(kube: Kube, cluster_dir: Path, crds: Iterable[Path]) -> tuple[list[Rejection], list[str]]:

@@ -18,3 +18,9 @@ def crds_of(fleet: Path, name: str) -> list[Path]:
     line = ".".join(cluster["spec"]["draDriver"]["version"].split(".")[:2])
     return [REFERENCE / "nvidia-dra-driver-gpu" / DRIVER_CRDS[line] / "crds", REFERENCE / "nim-operator",
             REFERENCE / "gpu-operator" / "nvidia.com_clusterpolicies.yaml", REFERENCE / "gpu-operator" / "nvidia.com_gpuclusters.yaml"]
+
+
+def chart_values() -> dict[str, dict]:
+    """Kind -> the values of the chart that creates the objects of that kind gpuc patches: the GPU Operator's
+    ClusterPolicy (values of v26.7.0, the release the example fleet's GPU Operator clusters run)."""
+    return {"ClusterPolicy": yaml.safe_load((REFERENCE / "gpu-operator" / "values-v26.7.0.yaml").read_text())}

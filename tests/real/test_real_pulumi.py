@@ -28,12 +28,12 @@ from harness import components, controlplane, servers
 from harness.controlplane import ControlPlane
 from harness.kube import Kube, missing
 from harness.pulumi import Run, Stack
-from harness.trees import prepare, tree_objects
+from harness.trees import crd_files, prepare, tree_objects, what_the_owner_made
 from modules.kinds import resource_name
 from modules.program import deploy
 
 from conftest import EXAMPLES, REPO, gpuc
-from real.reference import crds_of
+from real.reference import chart_values, crds_of
 
 CLUSTERS = ["prod-east", "staging", "lab", "west"]
 Obj = dict[str, Any]
@@ -123,7 +123,7 @@ def test_preview_up_up_destroy(tmp_path: Path, server: ControlPlane, cluster: st
     tree = render(EXAMPLES, tmp_path / "rendered", cluster)
     objects = compiled_objects(EXAMPLES, cluster, tree)
     kube = Kube(server)
-    prepare(kube, tree_objects(tree), crds_of(EXAMPLES, cluster), namespaces=False)
+    prepare(kube, tree_objects(tree), crds_of(EXAMPLES, cluster), namespaces=False, chart_values=chart_values())
     stack = make_stack(tmp_path, server, cluster)
 
     preview = stack.preview()
@@ -147,10 +147,24 @@ def test_preview_up_up_destroy(tmp_path: Path, server: ControlPlane, cluster: st
         left = stored(kube, obj)
         if is_patch(obj):  # a patch gives its fields back: the owner's object stays, without what gpuc set on it
             assert left is not None
+            owner = what_the_owner_made(obj, crd_files(crds_of(EXAMPLES, cluster)), chart_values())
+            assert missing(untouched(owner, obj), left) == [], f"{k}: destroy took fields the owner set and gpuc left alone"
             assert "gpuc.dev/source" not in (left["metadata"].get("annotations") or {}), f"{k} keeps gpuc's patch"
             assert not set(obj["metadata"].get("labels") or {}) & set(left["metadata"].get("labels") or {}), f"{k} keeps gpuc's labels"
         else:
             assert left is None, f"{k} outlived pulumi destroy"
+
+
+def untouched(owner: Obj, patch: Obj) -> Obj:
+    """The owner's object less every field gpuc's patch sets to another value (those go with the patch: server-side
+    apply moved them to gpuc's field manager, and relinquishing its fields removes them)."""
+    out: Obj = {}
+    for key, value in owner.items():
+        if key not in patch or patch[key] == value:
+            out[key] = value
+        elif isinstance(value, dict) and isinstance(patch[key], dict):
+            out[key] = untouched(value, patch[key])
+    return out
 
 
 def git(root: Path, *args: str) -> None:
@@ -182,7 +196,7 @@ def test_an_intent_change_updates_exactly_what_gpuc_diff_names(tmp_path: Path, s
     fleet = root / "intents"
     base = render(fleet, tmp_path / "base", cluster).parent
     kube = Kube(server)
-    prepare(kube, tree_objects(base / cluster), crds_of(fleet, cluster), namespaces=False)
+    prepare(kube, tree_objects(base / cluster), crds_of(fleet, cluster), namespaces=False, chart_values=chart_values())
     stack = make_stack(tmp_path, server, cluster, root)
     stack.up()
 
@@ -227,7 +241,7 @@ def test_a_fleet_render_refuses_stops_the_program_and_leaves_the_server_alone(tm
     tree = render(fleet, tmp_path / "rendered", cluster)
     objects = compiled_objects(fleet, cluster, tree)
     kube = Kube(server)
-    prepare(kube, tree_objects(tree), crds_of(fleet, cluster), namespaces=False)
+    prepare(kube, tree_objects(tree), crds_of(fleet, cluster), namespaces=False, chart_values=chart_values())
     stack = make_stack(tmp_path, server, cluster, root)
     stack.up()
     before = versions(kube, objects)
@@ -283,7 +297,7 @@ def test_a_chart_unpacked_in_the_repository_is_installed_with_gpucs_values(tmp_p
 
     objects = compiled_objects(fleet, cluster, tree)
     kube = Kube(server)
-    prepare(kube, tree_objects(tree), crds_of(fleet, cluster), namespaces=False)
+    prepare(kube, tree_objects(tree), crds_of(fleet, cluster), namespaces=False, chart_values=chart_values())
     stack = make_stack(tmp_path, server, cluster, root, **{"gpuc:charts": "install"})
     preview = stack.preview()
     releases = {name: ops for (type_, name), ops in preview.ops().items() if type_ == "kubernetes:helm.sh/v3:Release"}
