@@ -270,7 +270,7 @@ IMMUTABLE = {
     "ResourceClaimTemplate": (["spec"], False),
     "ComputeDomain": (["spec"], False),
     "NIMService": (["spec.draResources"], True),
-    "NIMCache": (["spec.source.ngc.modelPuller"], True),  # the NIM Operator CRD's `self == oldSelf` rule
+    "NIMCache": (["spec.source"], False),  # the NIM Operator CRD makes its model puller immutable; hash-named
 }
 
 

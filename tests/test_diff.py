@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -70,7 +71,8 @@ def test_gpu_count_change(repo):
     result = diff(repo)
     assert result.code == 0, result.err
     out = result.out
-    assert "| c1 | changed | - | 1 changed | 1 changed, 2 replaced | - | GPUs 2 -> 4 (+2) | fits -> fits | 2 |" in out
+    # the NIMCache caches another tensor-parallel profile: a new cache too
+    assert "| c1 | changed | - | 1 changed | 3 replaced | - | GPUs 2 -> 4 (+2) | fits -> fits | 3 |" in out
     assert "- changed `nim/chat`\n  - `spec.gpu.count`: `1` -> `2`" in out
     assert "`spec.spec.devices.requests[gpu].exactly.count`: `1` -> `2`" in out
     assert "`spec.source.ngc.model.tensorParallelism`: `1` -> `2`" in out
@@ -83,16 +85,26 @@ def test_gpu_count_change(repo):
     assert diff(repo, "--fail-on", "infeasible,cluster-removed", "--fail-on", "replacement").code == 1
 
 
-def test_a_nim_image_bump_replaces_the_nimcache(repo):
+def test_a_nim_image_bump_makes_a_new_nimcache(repo):
     """The NIM Operator's CRD makes spec.source.ngc.modelPuller (the NIM image) immutable: the real API server
-    refused the in-place update the diff used to promise (issue 27), so the diff calls it a replacement."""
+    refused the in-place update the diff used to promise (issue 27). The cache is named after what it caches, so a
+    new image is a new NIMCache the NIMService moves to; the diff says so, and render needs no --allow-replace."""
+    assert gpuc("render", repo / "fleet", "-o", repo / "out").code == 0
     edit(repo, "workloads/chat.yaml", [workload_doc("chat", "nim", model=nim_model("8B", image="nvcr.io/nim/meta/llama-3.1-8b-instruct:1.8.4"),
                                                     secrets=NIM_SECRETS, cache=RWX, replicas=2, gpu={"count": 1})])
     result = diff(repo)
     assert result.code == 0, result.err
-    assert "`NIMCache nim/chat`: spec.source.ngc.modelPuller (the NIM image) is immutable: the NIMCache is deleted and recreated" in result.out
-    assert "`spec.source.ngc.modelPuller`: `nvcr.io/nim/meta/llama-3.1-8b-instruct:1.8.3` -> `nvcr.io/nim/meta/llama-3.1-8b-instruct:1.8.4`" in result.out
+    replaced = re.search(r"- replaced `NIMCache nim/(chat-[0-9a-f]{8}) -> (chat-[0-9a-f]{8})`\n"
+                         r"  - `spec.source.ngc.modelPuller`: `nvcr.io/nim/meta/llama-3.1-8b-instruct:1.8.3` -> "
+                         r"`nvcr.io/nim/meta/llama-3.1-8b-instruct:1.8.4`\n", result.out)
+    assert replaced is not None, result.out
+    old, new = replaced.groups()
+    assert f"`spec.storage.nimCache.name`: `{old}` -> `{new}`" in result.out  # the NIMService moves to the new cache
+    assert f"`NIMCache nim/{old} -> {new}`: a NIMCache caches one model image (its model puller is immutable)" in result.out
     assert diff(repo, "--fail-on", "replacement").code == 1
+    rendered = gpuc("render", repo / "fleet", "-o", repo / "out")  # over the previous tree: an update, no replacement to accept
+    assert rendered.code == 0 and "--allow-replace" not in rendered.err, rendered.err
+    assert sorted(p.name for p in (repo / "out" / "c1").glob("*nimcache*")) == [f"4-nimcache-nim-{new}.yaml"]
 
 
 def test_sharing_strategy_change(repo):

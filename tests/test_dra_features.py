@@ -112,7 +112,7 @@ def test_alternatives_are_sized_each_and_the_nim_cache_follows(fleet):
     big = nim_model("70B", concurrency=8)  # 176 GiB: 2 H200s, or 4 H100s
     differ = workload_doc("differ", "ai", model=big, gpu={"alternatives": alternatives}, secrets=NIM_SECRETS)
     compiled = compile_single(fleet(clusters=[platform()], workloads={"w.yaml": [same, differ]}))
-    caches = {o["metadata"]["name"]: o["spec"]["source"]["ngc"]["model"] for o in objects_of(compiled, "NIMCache")}
+    caches = {o["metadata"]["labels"]["gpuc.dev/workload"]: o["spec"]["source"]["ngc"]["model"] for o in objects_of(compiled, "NIMCache")}
     assert caches["same"]["tensorParallelism"] == "1"
     assert "tensorParallelism" not in caches["differ"]  # 2 H200s or 4 H100s: the cache keeps every profile
     (request,) = claim_requests(compiled, "differ")

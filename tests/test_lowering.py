@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import yaml
 
@@ -339,7 +341,9 @@ def test_nim_cache_and_service(fleet):
     assert service["spec"]["image"] == {"repository": "nvcr.io/nim/meta/llama-3.1-8b-instruct", "tag": "1.8.3",
                                         "pullPolicy": "IfNotPresent", "pullSecrets": ["ngc-secret"]}
     assert service["spec"]["replicas"] == 2 and service["spec"]["expose"] == {"service": {"type": "LoadBalancer", "port": 9000}}
-    assert service["spec"]["storage"]["nimCache"] == {"name": "llama", "profile": ""}
+    # named after what it caches: another image or model profile is another NIMCache (its model puller is immutable)
+    assert re.fullmatch(r"llama-[0-9a-f]{8}", cache["metadata"]["name"])
+    assert service["spec"]["storage"]["nimCache"] == {"name": cache["metadata"]["name"], "profile": ""}
     nim_object = next(o for o in compiled.objects if o.kind == "NIMService")
     assert [r.path for r in nim_object.replacements] == ["spec.draResources"] and nim_object.replacements[0].delete_first
 

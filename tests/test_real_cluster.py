@@ -123,7 +123,7 @@ def test_topology_config_needs_the_forks_image(fleet):
 def test_what_runs_on_tainted_gpu_nodes_tolerates_their_taints(fleet):
     compiled = compile_single(tainted_fleet(fleet))
     team = {"key": "dedicated", "operator": "Equal", "value": "inference", "effect": "NoExecute"}
-    caches = {c["metadata"]["name"]: c for c in objects_of(compiled, "NIMCache")}
+    caches = {c["metadata"]["labels"]["gpuc.dev/workload"]: c for c in objects_of(compiled, "NIMCache")}
     services = {s["metadata"]["name"]: s for s in objects_of(compiled, "NIMService")}
     assert caches["chat"]["spec"]["tolerations"] == services["chat"]["spec"]["tolerations"]  # the caching Job lands there too
     assert team in caches["chat"]["spec"]["tolerations"] and "tolerations" not in caches["small"]["spec"]

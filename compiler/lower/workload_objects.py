@@ -94,9 +94,13 @@ def nim_objects(plan: WorkloadPlan, claim: ClaimRef | None, compute_domain_name:
     cache_spec: dict[str, Any] = {"source": {"ngc": ngc}, "storage": {"pvc": pvc}}
     if tolerate:  # the caching Job runs on GPU nodes and takes tolerations only from here (operators.yaml nimOperator.cacheJob)
         cache_spec["tolerations"] = tolerate
-    cache = make_object(api, "NIMCache", plan.name, namespace=plan.namespace, wave=Wave.NIM_CACHE, component=component,
-                        origin=plan.intent.source, labels=labels, annotations=_immutable_fields("NIMCache"),
-                        body={"spec": cache_spec}, sources=cache_sources)
+    # Named after what it caches (the model puller, which the NIM Operator's CRD makes immutable, the model and the
+    # volume): a new image is a new NIMCache beside the old one, which the NIMService moves to, never an update the
+    # operator refuses or a delete under a running NIMService. Tolerations stay out: they change in place.
+    cache_name = hashed_name(plan.name, {"source": cache_spec["source"], "storage": cache_spec["storage"]})
+    cache = make_object(api, "NIMCache", cache_name, namespace=plan.namespace, wave=Wave.NIM_CACHE, component=component,
+                        origin=plan.intent.source, labels=labels, annotations={SYNC_OPTIONS: MISSING_CRD_OK},
+                        body={"spec": cache_spec}, sources=cache_sources, identity=plan.name)
 
     repository, tag = _image(model.image)
     image: dict[str, Any] = {"repository": repository, "tag": tag, "pullPolicy": "IfNotPresent"}
@@ -111,7 +115,7 @@ def nim_objects(plan: WorkloadPlan, claim: ClaimRef | None, compute_domain_name:
     spec: dict[str, Any] = {
         "image": image,
         "authSecret": w.spec.secrets.ngc_api_key,
-        "storage": {"nimCache": {"name": plan.name, "profile": ""}},
+        "storage": {"nimCache": {"name": cache_name, "profile": ""}},
         "replicas": w.spec.replicas,
         **gpus,
         "expose": {"service": {"type": w.spec.expose.type, "port": w.spec.expose.port}},
