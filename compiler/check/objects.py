@@ -62,11 +62,13 @@ def _replaced(obj: KubeObject, path: tuple) -> str | None:
 def _replacement_outcome(obj: KubeObject, ctx: ClusterContext) -> tuple[str, str]:
     effect = "; ".join(r.effect for r in obj.replacements)
     where = f"{obj.kind} {obj.namespace + '/' if obj.namespace else ''}{obj.name}"
+    pulumi = ("a Pulumi stack replaces it itself, with `pulumi up --skip-preview`: the Kubernetes provider's preview "
+              "dry-runs the new object over the old one, which the CRD refuses")
     if ctx.options.allow_replace:
         return "warning", (f"accepted with --allow-replace: {effect}. Argo CD cannot do this in place: delete {where} "
-                           "before the sync (the Pulumi stacks replace it themselves)")
+                           f"before the sync ({pulumi})")
     return "error", (f"{effect}. To accept that, render again with --allow-replace, then delete {where} before "
-                     "Argo CD syncs (the Pulumi stacks replace it themselves)")
+                     f"Argo CD syncs ({pulumi})")
 
 
 def _declared_replacements(obj: KubeObject, old: dict, ctx: ClusterContext) -> Iterable[Finding]:
