@@ -187,11 +187,40 @@ def edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new, 1))
 
 
+def diff_statuses(fleet: Path, cluster: str) -> tuple[dict[tuple[str, str, str], str], list[dict[str, Any]]]:
+    """`gpuc diff --base HEAD` of one cluster: (kind, namespace, name) -> status, and the changes that renamed an object."""
+    result = gpuc("diff", fleet, "--base", "HEAD", "--cluster", cluster, "--output", "json")
+    assert result.code == 0, result.err
+    diff = next(c for c in json.loads(result.out)["clusters"] if c["cluster"] == cluster)
+    return {(o["kind"], o["namespace"], o["name"]): o["status"] for o in diff["objects"]}, [o for o in diff["objects"] if o.get("oldName")]
+
+
+def expected_steps(objects: dict[Key, Obj], statuses: dict[tuple[str, str, str], str]) -> dict[Key, set[str]]:
+    """The engine's steps for what `gpuc diff` reports: changed -> update, replaced -> a replacement, else the same."""
+    ops = {"changed": {"update"}, "replaced": {"create-replacement", "replace", "delete-replaced"}}
+    return {k: ops[statuses[_ref(o)]] if _ref(o) in statuses else {"same"} for k, o in objects.items()}
+
+
+def assert_applied(kube: Kube, objects: dict[Key, Obj], renamed: list[dict[str, Any]]) -> None:
+    """The server holds every object as gpuc rendered it, and no object under a name it had before the change."""
+    for k, obj in objects.items():
+        assert missing(obj, stored(kube, obj) or {}) == [], f"{k} is not stored as gpuc rendered it after the change"
+    for o in renamed:
+        assert kube.get(*_api(objects, o), o["oldName"], o["namespace"] or None) is None, f"{o['kind']} {o['oldName']} was left behind"
+
+
 @pytest.mark.parametrize("cluster", ["prod-east"])
 def test_an_intent_change_updates_exactly_what_gpuc_diff_names(tmp_path: Path, server: ControlPlane, cluster: str) -> None:
-    """A NIM image bump (in-place updates) and a GPU count change (a claim template renamed by its spec hash and the
-    NIMService whose draResources name it: replacements): the preview plans what `gpuc diff` reports, object for
-    object, a replacement as a replacement, and leaves every other object alone."""
+    """Two changes, each previewed and applied as `gpuc diff` reports it, object for object, every other object left alone.
+
+    A NIM image bump: the NIMCache is named after what it caches, so the preview creates the new cache and deletes the
+    old one (a replacement under one logical name), and the NIMService is updated in place to use it.
+    A GPU count change: a claim template renamed by its spec hash, a new NIMCache (another tensor-parallel profile),
+    and the NIMService whose draResources name the template, which the NIM Operator's CRD makes immutable: a
+    replacement under the same name, deleted first. The Kubernetes provider cannot preview that one (its dry run of
+    the new NIMService is an update of the old, which the CRD refuses, and it retries under another name only for the
+    built-in "field is immutable" message), so the preview fails saying so, as gpuc's hint warns, and
+    `pulumi up --skip-preview` (what the Automation API's up runs) applies it."""
     root = project(tmp_path)
     fleet = root / "intents"
     base = render(fleet, tmp_path / "base", cluster).parent
@@ -201,30 +230,31 @@ def test_an_intent_change_updates_exactly_what_gpuc_diff_names(tmp_path: Path, s
     stack.up()
 
     edit(fleet / "workloads" / "inference" / "small-models.yaml", "llama-3.2-1b-instruct:1.12.0", "llama-3.2-1b-instruct:1.12.1")
-    edit(fleet / "workloads" / "inference" / "llama.yaml", "    count: auto\n", "    count: 2\n")
-    result = gpuc("diff", fleet, "--base", "HEAD", "--cluster", cluster, "--output", "json")
-    assert result.code == 0, result.err
-    diff = next(c for c in json.loads(result.out)["clusters"] if c["cluster"] == cluster)
-    statuses = {(o["kind"], o["namespace"], o["name"]): o["status"] for o in diff["objects"]}
-    assert set(statuses.values()) == {"changed", "replaced"}, statuses
-
-    tree = render(fleet, tmp_path / "after", cluster, "--allow-replace").parent / cluster
-    after = compiled_objects(fleet, cluster, tree)
-    expected = {k: {"changed": {"update"}, "replaced": {"create-replacement", "replace", "delete-replaced"}}[statuses[_ref(o)]]
-                if _ref(o) in statuses else {"same"} for k, o in after.items()}
-    # render refuses a NIMService replacement unless allowed; the stack takes the same escape hatch
+    statuses, renamed = diff_statuses(fleet, cluster)
+    assert sorted(statuses.items()) == [(("NIMCache", "nim-service", next(o["name"] for o in renamed)), "replaced"),
+                                        (("NIMService", "nim-service", "llama-1b-guard"), "changed")]
+    after = compiled_objects(fleet, cluster, render(fleet, tmp_path / "image", cluster))
     stack.set_config("gpuc:previous", str(base))
-    stack.set_config("gpuc:allowReplace", "true")
-    preview = stack.preview()
-    assert steps_by_object(preview) == expected
-
+    assert steps_by_object(stack.preview()) == expected_steps(after, statuses)
     stack.up()
-    for k, obj in after.items():
-        assert missing(obj, stored(kube, obj) or {}) == [], f"{k} is not stored as gpuc rendered it after the change"
-    old_names = [o for o in diff["objects"] if o.get("oldName")]
-    assert old_names, "the GPU count change renamed no object"
-    for o in old_names:
-        assert kube.get(*_api(after, o), o["oldName"], o["namespace"] or None) is None, f"{o['kind']} {o['oldName']} was left behind"
+    assert_applied(kube, after, renamed)
+    assert set(stack.up().summary) == {"same"}
+    git(root, "commit", "-qam", "image bump")
+
+    edit(fleet / "workloads" / "inference" / "llama.yaml", "    count: auto\n", "    count: 2\n")
+    statuses, renamed = diff_statuses(fleet, cluster)
+    assert statuses[("NIMService", "nim-service", "llama-8b-chat")] == "replaced" and len(renamed) == 2, statuses
+    tree = render(fleet, tmp_path / "count", cluster, "--allow-replace")
+    after = compiled_objects(fleet, cluster, tree)
+    stack.set_config("gpuc:previous", str(tmp_path / "image"))
+    stack.set_config("gpuc:allowReplace", "true")  # render refuses a NIMService replacement unless allowed; so does the stack
+    with pytest.raises(CommandError) as refused:
+        stack.preview()
+    said = str(refused.value)
+    assert 'NIMService.apps.nvidia.com "llama-8b-chat" is invalid: spec: Invalid value: spec.draResources is immutable' in said
+    assert "`pulumi up --skip-preview`" in said  # gpuc's accepted-replacement warning says what to run
+    stack.up()
+    assert_applied(kube, after, renamed)
     assert set(stack.up().summary) == {"same"}
 
 
