@@ -108,6 +108,14 @@ def _broken(tmp_path: Path, old: str, new: str, count: int = 1) -> Path:
     ("        id:\n          int: 0\n        type:\n          string: channel",
      "        id:\n          float: 0.5\n        type:\n          string: channel", "items[2].spec.devices[0].attributes.id",
      "unknown attribute type 'float'"),
+    # DRAListTypeAttributes is alpha, off by default on every minor gpuc targets: the cluster's scheduler would match
+    # no constraint with the value, and consumers built without the gate fail on it
+    ("        id:\n          int: 0\n        type:\n          string: channel",
+     "        id:\n          ints: [0, 1]\n        type:\n          string: channel", "items[2].spec.devices[0].attributes.id",
+     "a list-typed attribute (ints) needs the DRAListTypeAttributes feature gate, off by default on Kubernetes 1."),
+    ("        id:\n          int: 0\n        type:\n          string: channel",
+     "        id:\n          ints: [0, x]\n        type:\n          string: channel", "items[2].spec.devices[0].attributes.id",
+     "an element of ints has a str value 'x'"),
     ("          version: 570.124.6\n        parentUUID:", "          version: \"570.124\"\n        parentUUID:",
      "items[4].spec.devices[0].attributes.driverVersion",
      "'570.124' is not a semantic version"),
@@ -202,3 +210,18 @@ def test_a_device_consuming_a_counter_set_its_pool_does_not_define_is_reported(f
             "'gpu-0-counter-set', which no slice of the pool defines") in warning.message
     # gpu-1's set sits in the pool's counter slice (the 1.35 layout): resolved across the pool, no warning.
     assert inv.counter_sets[(GPU, "h100-0")]["gpu-1-counter-set"]["memory-slice-0"] == Quantity(1)
+
+
+def test_list_attributes_decode_with_their_kind_and_write_back_as_read():
+    from compiler.cel import AttrList
+    from compiler.place.inventory.codec import decode_attribute, encode_attribute
+    for raw, value in [({"ints": [4, 5]}, AttrList("ints", (4, 5))), ({"strings": []}, AttrList("strings", ())),
+                       ({"bools": [True]}, AttrList("bools", (True,))),
+                       ({"versions": ["1.2.3"]}, AttrList("versions", (Semver.parse("1.2.3"),)))]:
+        assert decode_attribute(raw) == value and encode_attribute(value) == raw
+    with pytest.raises(ValueError, match="attribute of type ints has a int value 4, not a list"):
+        decode_attribute({"ints": 4})
+    with pytest.raises(ValueError, match="an element of bools has a int value 1"):
+        decode_attribute({"bools": [1]})
+    with pytest.raises(ValueError, match="exactly one of string, int, bool, version, ints, bools, strings, versions"):
+        decode_attribute({})  # no value: the scheduler's CEL fails on it ("unsupported attribute value")

@@ -107,7 +107,9 @@ AGREED = (
 # claims with their counters charged once and never when held dedicated, allocationMode All with capacity
 # requests, device taints and request tolerations, distinctAttribute, the per-claim limit pruning
 # firstAvailable alternatives, "E" (exa) quantities, and the 1.35+ pool rules (incomplete and invalid pools,
-# bad counter references included, skipped; a node where nothing fits beside an invalid pool is an error).
+# bad counter references included, skipped; a node where nothing fits beside an invalid pool is an error);
+# list-typed attributes (matchAttribute a common element, distinctAttribute disjoint, the values as CEL lists; with
+# the gate off a list value satisfies no constraint past its first device), an attribute without a value refused.
 FIXED = (
     "admin-access-disabled", "all-devices-some-allocated-admin-access", "all-devices-some-allocating-admin-access",
     "allow-multiple-allocations-exclude-multi-allocatable-device-by-class-selector",
@@ -117,8 +119,7 @@ FIXED = (
     "binding-conditions-with-and-without", "check-combinations-with-backtracking-across-slices-and-pools",
     "compatibility-groups-taint-rollback", "consumable-capacity-dedicated-device-with-consumable-capacity-request",
     "consumable-capacity-disabled-feature", "consumable-capacity-disabled-feature-with-prioritized-list",
-    "consumable-capacity-fractional-range-gate-disabled",
-    "consumable-capacity-fractional-range-gate-enabled-round-up",
+    "consumable-capacity-fractional-range-gate-disabled", "consumable-capacity-fractional-range-gate-enabled-round-up",
     "consumable-capacity-multi-allocatable-device-allocation-mode-all-filter-out-insufficient-capacity",
     "consumable-capacity-multi-allocatable-device-allocation-mode-all-filter-out-no-capacity",
     "consumable-capacity-multi-allocatable-device-allocation-mode-all-with-missing-capacity-request",
@@ -149,13 +150,36 @@ FIXED = (
     "distinct-constraint-two-multi-allocatable-devices-with-distinct-constraint",
     "distinct-constraint-two-requests-with-count-not-distinct",
     "invalid-pool-is-ok-if-devices-can-be-allocated-from-other",
-    "lexicographical-sorting-slices-with-binding-conditions",
+    "lexicographical-sorting-slices-with-binding-conditions", "list-attributes-disabled-distinct-constraint-with-lists",
+    "list-attributes-disabled-match-constraint-with-lists",
+    "list-attributes-distinct-constaint-with-empty-or-unknown-type",
+    "list-attributes-distinct-constraint-backtrack-needs-remove",
+    "list-attributes-distinct-constraint-list-of-bool-values-all-distinct",
+    "list-attributes-distinct-constraint-list-of-int-values-all-distinct",
+    "list-attributes-distinct-constraint-list-of-string-values-all-distinct",
+    "list-attributes-distinct-constraint-list-of-string-values-with-common-elements",
+    "list-attributes-distinct-constraint-list-of-version-values-all-distinct",
+    "list-attributes-distinct-constraint-mixed-scalar-and-list-all-distinct",
+    "list-attributes-distinct-constraint-mixed-scalar-and-list-with-common-elements",
     "list-attributes-distinct-constraint-scalar-string-values-all-distinct",
     "list-attributes-distinct-constraint-scalar-string-values-not-distinct",
     "list-attributes-distinct-constraint-single-request-count-3-all-distinct",
     "list-attributes-distinct-constraint-single-request-count-3-not-distinct",
+    "list-attributes-match-constaint-list-of-bool-values-with-common-elements",
+    "list-attributes-match-constaint-list-of-int-values-with-common-elements",
+    "list-attributes-match-constaint-list-of-string-values-with-common-elements",
+    "list-attributes-match-constaint-list-of-string-values-with-partially-common-elements",
+    "list-attributes-match-constaint-list-of-string-values-without-common-elements",
+    "list-attributes-match-constaint-list-of-version-values-with-common-elements",
+    "list-attributes-match-constaint-mixed-scalar-and-list-of-string-values-with-common-elements",
+    "list-attributes-match-constaint-mixed-scalar-and-list-of-string-values-with-partially-common-elements",
+    "list-attributes-match-constaint-mixed-scalar-and-list-of-string-values-without-common-elements",
+    "list-attributes-match-constaint-with-empty-or-unknown-type",
+    "list-attributes-match-constraint-backtrack-needs-intersection-restore",
     "multi-host-resource-pool-incomplete-update-from-node-2-to-node-1", "no-allocation-from-incomplete-pools",
-    "obsolete-slice", "partitionable-consumable-capacity-shared-device-counter-not-recharged",
+    "numanode-matchattribute-disjoint-lists-are-not-allocated",
+    "numanode-matchattribute-overlapping-lists-are-co-placed", "obsolete-slice",
+    "partitionable-consumable-capacity-shared-device-counter-not-recharged",
     "partitionable-devices-counter-quantities-are-not-modified",
     "partitionable-devices-device-counter-consumption-references-counter-set-in-other-pool",
     "partitionable-devices-device-counter-consumption-references-unknown-counter-in-counter-set",
@@ -174,7 +198,8 @@ FIXED = (
     "prioritized-list-max-allocation-limit-request", "tainted-admin-access", "tainted-all-devices-single",
     "tainted-one-device-two-taints", "tainted-prioritized-list", "tainted-two-devices",
     "tainted-two-devices-prioritized-list-tolerated", "tainted-two-devices-tolerated", "with-distinct-constraints",
-    "with-distinct-constraints-attribute-not-set", "with-distinct-constraints-with-subrequests",
+    "with-distinct-constraints-attribute-not-set", "with-distinct-constraints-unknown-type-attribute",
+    "with-distinct-constraints-with-subrequests",
 )
 
 

@@ -25,7 +25,8 @@ from lark import Tree
 
 from ..facts.platform import dra_limits
 from .analysis import CAPACITY_FIELDS, DEVICE_FIELDS, WHOLE_DEVICE, Analysis, Ref, analyse
-from .library import FUNCTIONS, activation
+from .attrlist import AttrList
+from .library import FUNCTIONS, LIST_FUNCTIONS, activation
 from .quantity import Quantity
 from .semver import Semver
 from .static import Problem, compile_problems
@@ -71,6 +72,8 @@ def _tag(value: Any) -> Any:
         return ("semver", str(value))
     if cls is Quantity:
         return ("quantity", value.value, value.format)
+    if cls is AttrList:
+        return ("list", value.kind, tuple(_tag(v) for v in value.items))
     return value
 
 
@@ -181,7 +184,7 @@ def _describe(exc: CELEvalError) -> str:
 
 
 _ENVIRONMENT: celpy.Environment | None = None
-_CACHE: dict[tuple[str, bool], Selector] = {}
+_CACHE: dict[tuple[str, bool, bool], Selector] = {}
 
 
 def environment() -> celpy.Environment:
@@ -253,19 +256,22 @@ def parse(text: str) -> Any:
     return tree
 
 
-def compile_selector(text: str, consumable_capacity: bool = False) -> Selector:
+def compile_selector(text: str, consumable_capacity: bool = False, list_attributes: bool = False) -> Selector:
     """Compile (once per text) a device selector; raises CelCompileError when the API server would reject it.
-    With `consumable_capacity` (the DRAConsumableCapacity gate) `device.allowMultipleAllocations` is declared."""
-    selector = _CACHE.get((text, consumable_capacity))
+    With `consumable_capacity` (the DRAConsumableCapacity gate) `device.allowMultipleAllocations` is declared,
+    with `list_attributes` (DRAListTypeAttributes) the `includes` function."""
+    key = (text, consumable_capacity, list_attributes)
+    selector = _CACHE.get(key)
     if selector is None:
         tree = parse(text)
         depth = nesting(tree)
         with stack_for(depth):
             analysis = analyse(tree)
             fields = CAPACITY_FIELDS if consumable_capacity else DEVICE_FIELDS
-            errors = [p for p in compile_problems(tree, analysis, fields) if p.severity == "error"]
+            extra = LIST_FUNCTIONS if list_attributes else {}
+            errors = [p for p in compile_problems(tree, analysis, fields, frozenset(extra)) if p.severity == "error"]
             if errors:
                 raise CelCompileError(text, errors)
-            runner = environment().program(tree, functions=FUNCTIONS)
-        selector = _CACHE[(text, consumable_capacity)] = Selector(text, runner, analysis, depth)
+            runner = environment().program(tree, functions={**FUNCTIONS, **extra})
+        selector = _CACHE[key] = Selector(text, runner, analysis, depth)
     return selector

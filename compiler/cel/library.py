@@ -16,6 +16,7 @@ from typing import Any
 from celpy import celtypes
 from celpy.evaluation import CELEvalError
 
+from .attrlist import AttrList
 from .quantity import Quantity, QuantityError
 from .semver import Semver, SemverError
 
@@ -162,6 +163,8 @@ def _equals(left: Any, right: Any) -> Any:
         return celtypes.BoolType(False)
     if kind == "number":
         return celtypes.BoolType(Fraction(left) == Fraction(right))
+    if kind == "ListType":  # element by element, with these rules: [true] is not [1] (list attributes)
+        return celtypes.BoolType(len(left) == len(right) and all(_equals(a, b) for a, b in zip(left, right)))
     return celtypes.BoolType(bool(left == right))
 
 
@@ -192,6 +195,19 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "lowerAscii": _string_method("lowerAscii", _ascii_lower),
     "upperAscii": _string_method("upperAscii", _ascii_upper),
 }
+
+
+def _includes(target: Any, arg: Any) -> Any:
+    """`x.includes(y)` (DRAListTypeAttributes): whether list `x` has an element equal to `y`, or scalar `x` equals
+    `y`, as k8s.io/dynamic-resource-allocation/cel includesFunc (CEL equality: no error across types)."""
+    if isinstance(target, CELEvalError) or isinstance(arg, CELEvalError):
+        return target if isinstance(target, CELEvalError) else arg
+    items = target if isinstance(target, celtypes.ListType) else (target,)
+    return celtypes.BoolType(any(bool(_equals(item, arg)) for item in items))
+
+
+# Functions declared only with the DRAListTypeAttributes gate on (cel/compile.go: a versioned option of 1.36).
+LIST_FUNCTIONS: dict[str, Callable[..., Any]] = {"includes": _includes}
 
 # Names the apiserver's CEL environment has but this engine does not implement. An expression using
 # them is valid for Kubernetes; gpuc reports that it cannot evaluate it rather than calling it wrong.
@@ -226,6 +242,8 @@ class _DomainMap(celtypes.MapType):
 
 
 def _cel_value(value: Any) -> Any:
+    if isinstance(value, AttrList):  # the scheduler hands CEL every list attribute as a list, gate on or off
+        return celtypes.ListType([_cel_value(v) for v in value.items])
     if isinstance(value, bool):
         return celtypes.BoolType(value)
     if isinstance(value, int):

@@ -33,7 +33,7 @@ def _compile(texts: tuple[str, ...], owner: str, features: AllocatorFeatures) ->
     selectors = []
     for i, text in enumerate(texts):
         try:
-            selectors.append(compile_selector(text, features.on("DRAConsumableCapacity")))
+            selectors.append(compile_selector(text, features.on("DRAConsumableCapacity"), features.on("DRAListTypeAttributes")))
         except CelCompileError as exc:
             raise ClaimError(f"{owner} selector {i} does not compile: {exc}") from None
     return selectors

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...cel import AttrList
 from ...facts.platform import dra_limits
 from ..inventory import Device
 from ..inventory.capacity import Consumption, consumption, fits
@@ -33,20 +34,43 @@ def typed_value(value: Any) -> tuple:
     return (value.__class__, value if value.__class__ in (bool, int, str) else str(value))
 
 
+def typed_set(value: Any) -> frozenset | None:
+    """A value as the set of its typed elements, as the allocator compares them with DRAListTypeAttributes on: a
+    scalar is a one-element set; an empty list has no known type (None), as upstream's attributeAsSet."""
+    if value.__class__ is AttrList:
+        return frozenset(typed_value(v) for v in value.items) or None
+    return frozenset((typed_value(value),))
+
+
+_UNTYPED = object()  # a list value with DRAListTypeAttributes off: equal to nothing, itself included
+
+
 class _Match:
-    """One matchAttribute (or distinctAttribute) constraint during the search: the values of the devices picked
-    so far for the requests it names, in pick order (a release drops the last)."""
+    """One matchAttribute (or distinctAttribute) constraint during the search, over the devices picked so far for
+    the requests it names, in pick order (a release drops the last). Without DRAListTypeAttributes it keeps their
+    values: match wants all equal, distinct all different, and a list value passes only as a constraint's first
+    device (the allocator checks the first device for the attribute only, then knows no list type). With the gate
+    it keeps sets: match keeps the running intersection of the values (it must stay non-empty; a release restores
+    the previous one), distinct wants each new value disjoint from every earlier one."""
 
-    __slots__ = ("constraint", "values")
+    __slots__ = ("constraint", "lists", "values")
 
-    def __init__(self, constraint: Constraint) -> None:
+    def __init__(self, constraint: Constraint, lists: bool) -> None:
         self.constraint = constraint
-        self.values: list[tuple] = []
+        self.lists = lists
+        self.values: list = []
 
     def add(self, device: Device) -> bool:
         value = device.attribute(self.constraint.attribute)
         if value is None:
             return False
+        if self.lists:
+            return self._add_set(typed_set(value))
+        if value.__class__ is AttrList:
+            if self.values:
+                return False
+            self.values.append(_UNTYPED)
+            return True
         typed = typed_value(value)
         if self.constraint.distinct:
             if typed in self.values:
@@ -54,6 +78,21 @@ class _Match:
         elif self.values and typed != self.values[0]:
             return False
         self.values.append(typed)
+        return True
+
+    def _add_set(self, values: frozenset | None) -> bool:
+        if self.constraint.distinct:
+            if self.values and (values is None or any(values & earlier for earlier in self.values)):
+                return False
+            self.values.append(values or frozenset())  # upstream takes a first device of any value unchecked
+            return True
+        if values is None:
+            return False
+        if self.values:
+            values = self.values[-1] & values
+            if not values:
+                return False
+        self.values.append(values)
         return True
 
     def remove(self) -> None:
@@ -75,7 +114,8 @@ class _Search:
         self.counter_use: dict[tuple[tuple[str, str], str, str], Any] = {}  # (pool, set, counter) -> used by this call
         self.invalid = index.invalid_devices
         self.picked: list[list[DeviceResult]] = [[] for _ in claims]
-        self.matches = [[_Match(c) for c in claim.spec.constraints] for claim in claims]  # type: ignore[union-attr]
+        lists = index.features.on("DRAListTypeAttributes")
+        self.matches = [[_Match(c, lists) for c in claim.spec.constraints] for claim in claims]  # type: ignore[union-attr]
 
     def run(self) -> list[ClaimResult] | None:
         if not self._step(0):

@@ -15,9 +15,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ...cel import Quantity, QuantityError, SemverError
+from ...cel import AttrList, Quantity, QuantityError, SemverError
 from ...diagnostics import Diagnostic, InputError
 from ...facts.driver import gpu_driver
+from ...facts.platform import dra_gates
 from ...load.state import ClusterState, StateObject, read_state
 from ...validate.resolved import ResolvedCluster
 from ...validate.types import DNS_LABEL
@@ -35,8 +36,11 @@ Location = tuple[StateObject, tuple]  # (the slice, field path inside it)
 class _Reader:
     """Walks plain values, collecting every problem with where it is."""
 
-    def __init__(self) -> None:
+    def __init__(self, minor: int | None = None) -> None:
         self.problems: list[tuple[Location, str, str]] = []
+        # list-typed attributes are refused on a cluster whose DRAListTypeAttributes gate is off (None: no cluster,
+        # read them as the scheduler's allocator does whatever its gates)
+        self.lists_off = minor if minor is not None and not dra_gates()["DRAListTypeAttributes"].on_by_default(minor) else None
 
     def fail(self, where: Location, message: str, hint: str = "") -> None:
         self.problems.append((where, message, hint))
@@ -115,9 +119,15 @@ def _device(reader: _Reader, raw: Any, where: Location, driver: str, api: str) -
     for key, value in (reader.get(body, "attributes", (doc, base), dict, required=False) or {}).items():
         try:
             domain, ident = qualify(str(key), driver)
-            attributes.setdefault(domain, {})[ident] = decode_attribute(value)
+            attributes.setdefault(domain, {})[ident] = decoded = decode_attribute(value)
         except (ValueError, SemverError) as exc:
             reader.fail((doc, base + ("attributes", key)), str(exc))
+            continue
+        if isinstance(decoded, AttrList) and reader.lists_off is not None:
+            reader.fail((doc, base + ("attributes", key)), f"a list-typed attribute ({decoded.kind}) needs the "
+                        f"DRAListTypeAttributes feature gate, off by default on Kubernetes 1.{reader.lists_off}",
+                        "the DRA driver and the cluster must agree on the gate: turn the driver's DRAListTypeAttributes "
+                        "gate off (it then publishes single values), or target a cluster version whose gate is on")
     capacity: dict[str, dict[str, Quantity]] = {}
     policies: dict[str, dict[str, RequestPolicy]] = {}
     for key, value in (reader.get(body, "capacity", (doc, base), dict, required=False) or {}).items():
@@ -326,7 +336,7 @@ def load_slices(source: str | Path | ClusterState, cluster: ResolvedCluster,
     """The inventory the ResourceSlices of a cluster state describe (an export file, or a state already
     read); InputError (exit 2) on malformed slices or a state without any."""
     state = source if isinstance(source, ClusterState) else read_state([str(source)], "--slices")
-    reader = _Reader()
+    reader = _Reader(int(cluster.api.kubernetes.split(".")[1]))
     objects = state.of(GROUP, "ResourceSlice")
     located: list[tuple[StateObject, ResourceSlice]] = []
     for obj in objects:

@@ -15,10 +15,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ...cel import Quantity, Semver
+from ...cel import AttrList, Quantity, Semver
 from ...diagnostics import Diagnostic
 
-AttrValue = bool | int | str | Semver
+AttrValue = bool | int | str | Semver | AttrList
 
 
 @dataclass(frozen=True, slots=True)
