@@ -250,6 +250,17 @@ def test_claim_limits_are_enforced():
                          AllocatorFeatures.for_minor(34))
 
 
+def test_derived_attributes_need_their_gate_and_a_qualified_name():
+    derived = {"name": "derived/numa", "expression": "device.attributes['gpu.nvidia.com'].numa"}
+    spec = {"devices": {"requests": [request("gpu", derivedAttributes=[derived])]}}
+    with pytest.raises(Exception, match=r"derivedAttributes: has derived attributes, but the DRADerivedAttributes feature is disabled"):
+        parse_claim_spec(spec, AllocatorFeatures.for_minor(37))  # alpha in 1.37: off by default
+    on = AllocatorFeatures.of(["DRADerivedAttributes"])
+    assert parse_claim_spec(spec, on).requests[0].options[0].derived == (("derived/numa", derived["expression"]),)
+    with pytest.raises(Exception, match=r"derivedAttributes\[0\].name must be a fully qualified attribute name"):
+        parse_claim_spec({"devices": {"requests": [request("gpu", derivedAttributes=[{**derived, "name": "numa"}])]}}, on)
+
+
 def test_v1beta1_claims_parse_like_v1():
     flat = {"devices": {"requests": [{"name": "gpu", "deviceClassName": "gpu", "count": 2}]}}
     nested = {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu", "count": 2}}]}}

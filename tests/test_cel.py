@@ -341,3 +341,18 @@ def test_static_check_flags_versions_and_quantities_compared_as_plain_values():
 def test_static_check_reports_compile_errors_first():
     problems = check_expression("device.attributes['gpu.nvidia.com'].type ==", PUBLISHED)
     assert [p.code for p in problems] == ["syntax"]
+
+
+def test_derived_attribute_values_are_attribute_types():
+    """DRADerivedAttributes: an expression of any type, read as an attribute value; a double or a map is none."""
+    from compiler.cel.library import from_cel
+    device = _numa(4, 5)
+    value = compile_selector("device.attributes['example.com'].numa", any_type=True).value(device)
+    assert from_cel(value) == AttrList("ints", (4, 5))
+    assert from_cel(compile_selector("'a' + 'b'", any_type=True).value(device)) == "ab"
+    with pytest.raises(CelCompileError, match="must evaluate to bool"):
+        compile_selector("'a' + 'b'")
+    with pytest.raises(ValueError, match="not double"):
+        from_cel(compile_selector("1.5", any_type=True).value(device))
+    with pytest.raises(ValueError, match="values of one kind"):
+        from_cel(compile_selector("[1, 'a']", any_type=True).value(device))

@@ -214,7 +214,8 @@ def test_a_device_consuming_a_counter_set_its_pool_does_not_define_is_reported(f
 
 def test_list_attributes_decode_with_their_kind_and_write_back_as_read():
     from compiler.cel import AttrList
-    from compiler.place.inventory.codec import decode_attribute, encode_attribute
+    from compiler.place.inventory import Device
+    from compiler.place.inventory.codec import counter_use, decode_attribute, encode_attribute, encode_device
     for raw, value in [({"ints": [4, 5]}, AttrList("ints", (4, 5))), ({"strings": []}, AttrList("strings", ())),
                        ({"bools": [True]}, AttrList("bools", (True,))),
                        ({"versions": ["1.2.3"]}, AttrList("versions", (Semver.parse("1.2.3"),)))]:
@@ -223,5 +224,19 @@ def test_list_attributes_decode_with_their_kind_and_write_back_as_read():
         decode_attribute({"ints": 4})
     with pytest.raises(ValueError, match="an element of bools has a int value 1"):
         decode_attribute({"bools": [1]})
+    grouped = counter_use("set", {"memory": Quantity.parse("10Gi")}, ("mig",))
+    assert encode_device(Device("d", "x", {}, {}, (grouped,)), False)["consumesCounters"] == [
+        {"counterSet": "set", "counters": {"memory": {"value": "10Gi"}}, "compatibilityGroups": ["mig"]}]
     with pytest.raises(ValueError, match="exactly one of string, int, bool, version, ints, bools, strings, versions"):
         decode_attribute({})  # no value: the scheduler's CEL fails on it ("unsupported attribute value")
+
+
+def test_compatibility_groups_are_read_with_each_counter_draw():
+    from compiler.place.inventory.load import _consumes, _Reader
+    reader = _Reader()
+    raw = [{"counterSet": "gpu-0", "counters": {"memory": {"value": "10Gi"}}, "compatibilityGroups": ["mig"]},
+           {"counterSet": "gpu-1", "counters": {}, "compatibilityGroups": ["mig", 7]}]
+    (use,) = _consumes(reader, raw, (None, ("consumesCounters",)))  # type: ignore[arg-type]
+    assert use.groups == ("mig",)
+    assert [(where[1], message) for where, message, _ in reader.problems] == [
+        (("consumesCounters", 1, "compatibilityGroups"), "compatibility groups are non-empty strings")]

@@ -109,7 +109,9 @@ AGREED = (
 # firstAvailable alternatives, "E" (exa) quantities, and the 1.35+ pool rules (incomplete and invalid pools,
 # bad counter references included, skipped; a node where nothing fits beside an invalid pool is an error);
 # list-typed attributes (matchAttribute a common element, distinctAttribute disjoint, the values as CEL lists; with
-# the gate off a list value satisfies no constraint past its first device), an attribute without a value refused.
+# the gate off a list value satisfies no constraint past its first device), an attribute without a value refused;
+# compatibility groups (devices drawing from one counter set share a group; pools declaring groups skipped with
+# the gate off) and derived attributes (a request's CEL-computed attribute read by its constraints).
 FIXED = (
     "admin-access-disabled", "all-devices-some-allocated-admin-access", "all-devices-some-allocating-admin-access",
     "allow-multiple-allocations-exclude-multi-allocatable-device-by-class-selector",
@@ -117,9 +119,14 @@ FIXED = (
     "allow-multiple-allocations-with-partitionable-device",
     "allow-multiple-allocations-with-shared-device-counter-cross-cycle", "binding-conditions-multiple-devices",
     "binding-conditions-with-and-without", "check-combinations-with-backtracking-across-slices-and-pools",
-    "compatibility-groups-taint-rollback", "consumable-capacity-dedicated-device-with-consumable-capacity-request",
-    "consumable-capacity-disabled-feature", "consumable-capacity-disabled-feature-with-prioritized-list",
-    "consumable-capacity-fractional-range-gate-disabled", "consumable-capacity-fractional-range-gate-enabled-round-up",
+    "compatibility-groups-disabled-skips-grouped-pool",
+    "compatibility-groups-disabled-skips-ungrouped-device-in-grouped-pool", "compatibility-groups-incompatible",
+    "compatibility-groups-incompatible-with-allocated-peer", "compatibility-groups-multiple-claims-incompatible",
+    "compatibility-groups-multiple-counter-sets-spanning-device", "compatibility-groups-taint-rollback",
+    "compatibility-groups-with-consumable-capacity", "compatibility-groups-with-prioritized-list",
+    "consumable-capacity-dedicated-device-with-consumable-capacity-request", "consumable-capacity-disabled-feature",
+    "consumable-capacity-disabled-feature-with-prioritized-list", "consumable-capacity-fractional-range-gate-disabled",
+    "consumable-capacity-fractional-range-gate-enabled-round-up",
     "consumable-capacity-multi-allocatable-device-allocation-mode-all-filter-out-insufficient-capacity",
     "consumable-capacity-multi-allocatable-device-allocation-mode-all-filter-out-no-capacity",
     "consumable-capacity-multi-allocatable-device-allocation-mode-all-with-missing-capacity-request",
@@ -140,7 +147,9 @@ FIXED = (
     "consumable-capacity-multi-allocatable-device-without-policy-without-capacity-request",
     "consumable-capacity-rejection-rolls-back-constraints", "consumable-capacity-requests-are-not-modified",
     "consumable-capacity-with-multi-allocatable-device-backtrack",
-    "consumable-capacity-with-partitionable-device-multiple-capacity-pools", "device-binding-conditions",
+    "consumable-capacity-with-partitionable-device-multiple-capacity-pools", "derived-attributes",
+    "derived-attributes-cel-missing-attribute", "derived-attributes-override",
+    "derived-attributes-with-prioritized-list", "device-binding-conditions",
     "distinct-constraint-one-multi-allocatable-device-with-distinct-constraint",
     "distinct-constraint-single-request-count-3-all-distinct",
     "distinct-constraint-single-request-count-3-not-distinct",

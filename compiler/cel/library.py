@@ -253,6 +253,27 @@ def _cel_value(value: Any) -> Any:
     return value  # Semver, Quantity: our own types carry their CEL methods
 
 
+def from_cel(value: Any) -> Any:
+    """A CEL value as a device attribute value (a derived attribute's): string, int, bool, version, or a list of
+    one of them; ValueError for anything else."""
+    if isinstance(value, (celtypes.BoolType, bool)):
+        return bool(value)
+    if isinstance(value, int) and not isinstance(value, celtypes.UintType):
+        return int(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, Semver):
+        return value
+    if isinstance(value, celtypes.ListType):
+        items = [from_cel(v) for v in value]
+        kinds = {("bools" if isinstance(v, bool) else "ints" if isinstance(v, int) else
+                  "versions" if isinstance(v, Semver) else "strings" if isinstance(v, str) else "lists") for v in items}
+        if len(kinds) > 1 or kinds == {"lists"}:
+            raise ValueError("a list attribute holds values of one kind: string, int, bool or version")
+        return AttrList(kinds.pop() if kinds else "strings", tuple(items))
+    raise ValueError(f"an attribute is a string, int, bool, version or a list of them, not {_type_name(value)}")
+
+
 def _domains(data: Mapping[str, Mapping[str, Any]]) -> _DomainMap:
     return _DomainMap({
         celtypes.StringType(domain): celtypes.MapType({celtypes.StringType(k): _cel_value(v) for k, v in values.items()})

@@ -9,8 +9,10 @@ raises it when it reaches that device, which is when the scheduler would.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from ...cel import CelCompileError, Selector, compile_selector
+from ...cel import CelCompileError, CelEvaluationError, Selector, compile_selector
+from ...cel.library import from_cel
 from ..inventory import Device, Inventory, PoolState
 from ..inventory.selection import select
 from .features import ALL, AllocatorFeatures
@@ -49,6 +51,7 @@ class DeviceIndex:
         self._taints = features.on("DRADeviceTaints") and any(d.taints for d in inventory.devices)
         self._class_matches: dict[str, tuple[list[int], dict[int, str]]] = {}
         self._matches: dict[tuple, Match] = {}
+        self._derived: dict[tuple[str, str, int], Any] = {}  # (name, expression, device) -> a derived attribute's value
         self._by_option: dict[int, tuple[Option, Match]] = {}  # by identity: options are shared by all pods of a template
         self._node_pools: dict[str, list[PoolState]] = {}
         slices = inventory.slices
@@ -62,6 +65,11 @@ class DeviceIndex:
         self.any_invalid = bool(invalid) and features.skips_unusable_pools  # 1.35+: a failing pod may be an error
         if self._unusable:
             invalid = set()
+        # Without DRADeviceCompatibilityGroups the scheduler skips a pool whose devices declare compatibility
+        # groups, all of its devices (it cannot honour the groups)
+        grouped = {key for key, pool in inventory.pools.items() if pool.grouped}
+        self._hidden = set() if features.on("DRADeviceCompatibilityGroups") else grouped
+        self.grouping = bool(grouped) and not self._hidden  # the search checks compatibility groups
         # Devices of pools that repeat a device name: the search fails when it reaches one (usually empty).
         self._binding = not features.binding and any(d.binding_conditions for d in inventory.devices)
         # Without DRAPartitionableDevices the scheduler sees neither devices consuming counters nor slices
@@ -80,7 +88,7 @@ class DeviceIndex:
         """`candidates` that pass every selector, plus those in `errors` or on which a selector fails (added
         to `errors`), in candidate order. Devices with binding conditions are candidates only with the gates on."""
         devices = self.inventory.devices
-        if errors or self._binding or self._unpartitioned or self._unusable:
+        if errors or self._binding or self._unpartitioned or self._unusable or self._hidden:
             remaining = tuple(i for i in candidates if i not in errors and self._visible(devices[i]))
         else:
             remaining = tuple(candidates)  # the usual case, without a pass over every device
@@ -98,6 +106,8 @@ class DeviceIndex:
         if self._binding and device.binding_conditions:
             return False
         if self._unusable and self.inventory.pool_of(device) in self._unusable:
+            return False
+        if self._hidden and self.inventory.pool_of(device) in self._hidden:
             return False
         return not (self._unpartitioned and (device.consumes or self.inventory.slices[device.slice_index].per_device_node_selection))
 
@@ -169,6 +179,21 @@ class DeviceIndex:
         if selector is not None:
             return node_matches(selector, node)
         return False
+
+    def derived(self, name: str, expression: str, index: int) -> Any:
+        """A derived attribute's value on a device (memoised); CelEvaluationError as the scheduler words it."""
+        key = (name, expression, index)
+        if key not in self._derived:
+            try:
+                selector = compile_selector(expression, self.features.on("DRAConsumableCapacity"),
+                                            self.features.on("DRAListTypeAttributes"), any_type=True)
+            except CelCompileError as exc:
+                raise ClaimError(f"derived attribute {name}: expression does not compile: {exc}") from None
+            try:
+                self._derived[key] = from_cel(selector.value(self.inventory.devices[index]))
+            except (CelEvaluationError, ValueError) as exc:
+                raise CelEvaluationError(f"evaluate derived attribute {name} on device {self.describe(index)} failed: {exc}") from None
+        return self._derived[key]
 
     # ------------------------------------------------------------------------------- pools
     def node_pools(self, node: str) -> list[PoolState]:

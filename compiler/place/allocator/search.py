@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...cel import AttrList
+from ...cel import AttrList, CelEvaluationError
 from ...facts.platform import dra_limits
 from ..inventory import Device
 from ..inventory.capacity import Consumption, consumption, fits
@@ -60,8 +60,8 @@ class _Match:
         self.lists = lists
         self.values: list = []
 
-    def add(self, device: Device) -> bool:
-        value = device.attribute(self.constraint.attribute)
+    def add(self, value: Any) -> bool:
+        """Whether a device whose value of the attribute is `value` (None: it has none) may join."""
         if value is None:
             return False
         if self.lists:
@@ -112,6 +112,7 @@ class _Search:
         self.consuming: dict[int, Consumption] = {}  # device -> capacity this call's picks consume of it (multi devices)
         self.claim_taking: set[tuple[int, int]] = set()  # (claim, device)
         self.counter_use: dict[tuple[tuple[str, str], str, str], Any] = {}  # (pool, set, counter) -> used by this call
+        self.group_use: dict[tuple[tuple[str, str], str], list[frozenset[str]]] = {}  # (pool, set) -> groups this call drew
         self.invalid = index.invalid_devices
         self.picked: list[list[DeviceResult]] = [[] for _ in claims]
         lists = index.features.on("DRAListTypeAttributes")
@@ -225,7 +226,7 @@ class _Search:
         for m in self.matches[ci]:
             if not m.constraint.applies(option.name):
                 continue
-            if not m.add(device):
+            if not m.add(self._attribute(option, d, m.constraint.attribute)):
                 for earlier in added:
                     earlier.remove()
                 if counted:
@@ -244,6 +245,17 @@ class _Search:
                 mine[key] = mine.get(key, 0) + amount
         self.picked[ci].append(DeviceResult(option.name, d, option.admin_access, taken, bool(option.capacity)))
         return True
+
+    def _attribute(self, option: Option, d: int, name: str) -> Any:
+        """The device's value of attribute `name` as the option's constraints see it: a derived attribute of the
+        option (DRADerivedAttributes) of that name, evaluated now, else the device's own."""
+        for derived, expression in option.derived:
+            if derived == name:
+                try:
+                    return self.index.derived(name, expression, d)
+                except CelEvaluationError as exc:
+                    raise AllocationError(str(exc)) from None
+        return self.devices[d].attribute(name)
 
     def _release(self, ci: int, option: Option, d: int) -> None:
         device = self.devices[d]
@@ -270,6 +282,8 @@ class _Search:
         not only the device's own (an allocated state that already overdraws one blocks them all). A set or
         counter the pool does not define limits nothing, as there (the slices loader warns about it)."""
         pool = self.index.inventory.pool_of(device)
+        if self.index.grouping and not self._compatible(device, pool):
+            return False
         left = self.state.counters(pool)
         use = self.counter_use
         for key, amount in _uses(device, pool, left):
@@ -285,6 +299,24 @@ class _Search:
         pool = self.index.inventory.pool_of(device)
         for key, amount in _uses(device, pool, self.state.counters(pool)):
             self.counter_use[key] -= amount
+        if self.index.grouping:
+            for u in device.consumes:
+                if u.groups:
+                    self.group_use[(pool, u.counter_set)].remove(frozenset(u.groups))
+
+    def _compatible(self, device: Device, pool: tuple[str, str]) -> bool:
+        """DRADeviceCompatibilityGroups: each counter set the device draws from with declared groups shares a group
+        with every device already drawing from it with groups (allocated before, or picked by this call), and then
+        holds the device's groups. A draw without groups constrains nothing and is not constrained (no table case
+        of k8s.io/dynamic-resource-allocation v0.37.2 decides it: gpuc's reading)."""
+        uses = [((pool, u.counter_set), frozenset(u.groups)) for u in device.consumes if u.groups]
+        for key, mine in uses:
+            if any(not mine & other for other in self.state.groups.get(key, ())) or \
+                    any(not mine & other for other in self.group_use.get(key, ())):
+                return False
+        for key, mine in uses:
+            self.group_use.setdefault(key, []).append(mine)
+        return True
 
 
 def _uses(device: Device, pool: tuple[str, str], left: dict) -> list[tuple[tuple[tuple[str, str], str, str], Any]]:

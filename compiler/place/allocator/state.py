@@ -42,6 +42,8 @@ class AllocationState:
         self.holders: dict[int, str] = {}  # device -> the claim already in the cluster that holds it
         self.placed: dict[int, str] = {}  # device -> the workload (ns/name) whose pod this plan gave it first
         self._counters: dict[tuple[str, str], dict[str, dict[str, int | Fraction]]] = {}
+        # (pool, counter set) -> the compatibility groups of each allocated device drawing from it (declared only)
+        self.groups: dict[tuple[tuple[str, str], str], list[frozenset[str]]] = {}
         # Devices not in use, per node they are bound to (None: node-independent slices), any driver: a node
         # with fewer than a pod needs is skipped without a search.
         self._free: dict[str | None, int] = {}
@@ -103,6 +105,8 @@ class AllocationState:
             return
         pool = self.inventory.pool_of(device) if device.consumes else None
         for use in device.consumes:
+            if use.groups:
+                self.groups.setdefault((pool, use.counter_set), []).append(frozenset(use.groups))  # type: ignore[arg-type]
             left = self.counters(pool).get(use.counter_set)  # type: ignore[arg-type]
             for name, quantity in use.counters:
                 if left is not None and name in left:  # counters no set defines limit nothing

@@ -86,7 +86,8 @@ def encode_device(device: Device, nested: bool) -> dict[str, Any]:
     if device.multi:
         body["allowMultipleAllocations"] = True
     if device.consumes:
-        body["consumesCounters"] = [{"counterSet": c.counter_set, "counters": _counters(c.counters)} for c in device.consumes]
+        body["consumesCounters"] = [{"counterSet": c.counter_set, "counters": _counters(c.counters),
+                                     **({"compatibilityGroups": list(c.groups)} if c.groups else {})} for c in device.consumes]
     if device.node_name:
         body["nodeName"] = device.node_name
     if device.all_nodes:
@@ -130,8 +131,8 @@ def encode_slice(s: ResourceSlice, api_version: str, metadata: dict[str, Any]) -
     return {"apiVersion": api_version, "kind": "ResourceSlice", "metadata": {"name": s.name, **metadata}, "spec": spec}
 
 
-def counter_use(counter_set: str, counters: dict[str, Quantity]) -> CounterUse:
-    return CounterUse(counter_set, tuple(counters.items()))
+def counter_use(counter_set: str, counters: dict[str, Quantity], groups: tuple[str, ...] = ()) -> CounterUse:
+    return CounterUse(counter_set, tuple(counters.items()), groups)
 
 
 def inventory_list(inventory: Any, annotations: dict[str, str] | None = None) -> dict[str, Any]:

@@ -93,8 +93,11 @@ def _consumes(reader: _Reader, raw: list, where: Location) -> tuple[CounterUse, 
             continue
         name = reader.get(entry, "counterSet", here, str)
         counters = _counters(reader, entry.get("counters"), (here[0], here[1] + ("counters",)))
-        if name:
-            out.append(counter_use(name, counters))
+        groups = reader.get(entry, "compatibilityGroups", here, list, required=False) or []
+        if not all(isinstance(g, str) and g for g in groups):
+            reader.fail((here[0], here[1] + ("compatibilityGroups",)), "compatibility groups are non-empty strings")
+        elif name:
+            out.append(counter_use(name, counters, tuple(groups)))
     return tuple(out)
 
 

@@ -25,6 +25,9 @@ AttrValue = bool | int | str | Semver | AttrList
 class CounterUse:
     counter_set: str
     counters: tuple[tuple[str, Quantity], ...]
+    # compatibilityGroups (DRADeviceCompatibilityGroups): devices drawing from one counter set are allocated
+    # together only when their groups intersect (MIG vs vGPU partitions of one GPU)
+    groups: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +105,7 @@ class PoolState:
     expected: int
     duplicate: str = ""  # a device name that repeats across the pool's slices: the pool is invalid
     counter_problem: str = ""  # a counter set named twice, or consumed counters the pool does not define
+    grouped: bool = False  # a device declares compatibilityGroups: without the gate the scheduler skips the pool
 
     @property
     def incomplete(self) -> bool:
@@ -201,7 +205,8 @@ def build_inventory(cluster: str, source: str, api_version: str, slices: list[Re
                     duplicate = d.name
                 seen.add(d.name)
         pools[key] = PoolState(key[0], key[1], newest[key], len(members), members[0].slice_count, duplicate,
-                               _counter_problem(members))
+                               _counter_problem(members),
+                               any(use.groups for s in members for d in s.devices for use in d.consumes))
     rank = {n.name: i for i, n in enumerate(nodes)}
     last = len(nodes)
     current.sort(key=lambda s: (rank.get(s.node_name or "", last), s.driver, s.pool, s.name))
