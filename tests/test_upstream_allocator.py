@@ -111,7 +111,8 @@ AGREED = (
 # list-typed attributes (matchAttribute a common element, distinctAttribute disjoint, the values as CEL lists; with
 # the gate off a list value satisfies no constraint past its first device), an attribute without a value refused;
 # compatibility groups (devices drawing from one counter set share a group; pools declaring groups skipped with
-# the gate off) and derived attributes (a request's CEL-computed attribute read by its constraints).
+# the gate off) and derived attributes (a request's CEL-computed attribute read by its constraints); capacity
+# amounts the scheduler cannot compute in int64 (negative, or past MaxInt64 in range rounding) are errors.
 FIXED = (
     "admin-access-disabled", "all-devices-some-allocated-admin-access", "all-devices-some-allocating-admin-access",
     "allow-multiple-allocations-exclude-multi-allocatable-device-by-class-selector",
@@ -145,6 +146,11 @@ FIXED = (
     "consumable-capacity-multi-allocatable-device-without-capacity-without-capacity-request",
     "consumable-capacity-multi-allocatable-device-without-policy-with-capacity-request",
     "consumable-capacity-multi-allocatable-device-without-policy-without-capacity-request",
+    "consumable-capacity-negative-request-aborts",
+    "consumable-capacity-range-policy-allocation-mode-all-overflow-aborts",
+    "consumable-capacity-range-policy-overflow-aborts-not-skip",
+    "consumable-capacity-range-policy-request-above-int64-rejected",
+    "consumable-capacity-range-policy-rounded-value-overflow-rejected",
     "consumable-capacity-rejection-rolls-back-constraints", "consumable-capacity-requests-are-not-modified",
     "consumable-capacity-with-multi-allocatable-device-backtrack",
     "consumable-capacity-with-partitionable-device-multiple-capacity-pools", "derived-attributes",

@@ -18,7 +18,7 @@ from typing import Any
 from ...cel import AttrList, CelEvaluationError
 from ...facts.platform import dra_limits
 from ..inventory import Device
-from ..inventory.capacity import Consumption, consumption, fits
+from ..inventory.capacity import CapacityError, Consumption, consumption, fits
 from .candidates import DeviceIndex
 from .pods import PodClaim
 from .requests import ALL, Constraint, Option
@@ -148,12 +148,20 @@ class _Search:
         """Consumable capacity: a device that allows multiple allocations holds the request while its
         capacities last; any other device must be free and large enough for every amount requested."""
         device = self.devices[d]
-        taken = consumption(device, option.capacity)
+        taken = self._consumption(option, d)
         if taken is None:
             return False
         if not device.multi:
             return not self.state.in_use[d] and d not in self.taking
         return fits(device, taken, self.state.consumed.get(d), self.consuming.get(d))
+
+    def _consumption(self, option: Option, d: int) -> Consumption | None:
+        try:
+            return consumption(self.devices[d], option.capacity)
+        except CapacityError as exc:
+            raise AllocationError(f"request '{option.name}': checking capacity for device {self.index.describe(d)}: {exc}; "
+                                  "the scheduler aborts the pod's scheduling on it: request a positive amount the "
+                                  "device's requestPolicy can round within int64") from None
 
     def _exact(self, ci: int, option: Option, remaining: int, start: int, k: int) -> bool:
         if remaining == 0:
@@ -191,7 +199,7 @@ class _Search:
                                       f"{pool.driver}/{pool.name} is {state}")
         candidates = self.index.candidates(option, self.node)
         if option.capacity:  # All with capacity requests: devices without enough of the capacity are left out
-            candidates = [d for d in candidates if consumption(self.devices[d], option.capacity) is not None]
+            candidates = [d for d in candidates if self._consumption(option, d) is not None]
         if not candidates or len(self.picked[ci]) + len(candidates) + self.after[k] > self.limit:
             return False
         errors = self.index.match(option).errors
@@ -238,7 +246,7 @@ class _Search:
             added.append(m)
         self.taking[d] = self.taking.get(d, 0) + 1
         self.claim_taking.add((ci, d))
-        taken = consumption(device, option.capacity) if device.multi else None
+        taken = self._consumption(option, d) if device.multi else None
         if taken:
             mine = self.consuming.setdefault(d, {})
             for key, amount in taken.items():
