@@ -240,3 +240,18 @@ def test_compatibility_groups_are_read_with_each_counter_draw():
     assert use.groups == ("mig",)
     assert [(where[1], message) for where, message, _ in reader.problems] == [
         (("consumesCounters", 1, "compatibilityGroups"), "compatibility groups are non-empty strings")]
+
+
+def test_a_pool_moving_between_nodes_is_named_where_its_old_generation_still_counts(fleet, tmp_path):
+    def piece(name: str, node: str, generation: int) -> dict:
+        return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name},
+                "spec": {"driver": "example.com", "pool": {"name": "mover", "generation": generation, "resourceSliceCount": 1},
+                         "nodeName": node, "devices": [{"name": "dev-0"}]}}
+    path = tmp_path / "slices.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [
+        piece("old", "ip-10-0-1-17", 1), piece("new", "ip-10-0-1-18", 2)]}))
+    inv = load(fleet, path)
+    (w,) = [w for w in inv.warnings if "mover" in w.message]
+    assert w.message == ("slice old belongs to generation 1 of pool example.com/mover, which is complete on node "
+                         "ip-10-0-1-17 while generation 2 is on other nodes")
+    assert [d.name for d in inv.devices] == ["dev-0", "dev-0"]

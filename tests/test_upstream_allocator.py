@@ -112,7 +112,8 @@ AGREED = (
 # the gate off a list value satisfies no constraint past its first device), an attribute without a value refused;
 # compatibility groups (devices drawing from one counter set share a group; pools declaring groups skipped with
 # the gate off) and derived attributes (a request's CEL-computed attribute read by its constraints); capacity
-# amounts the scheduler cannot compute in int64 (negative, or past MaxInt64 in range rounding) are errors.
+# amounts the scheduler cannot compute in int64 (negative, or past MaxInt64 in range rounding) are errors; a node
+# keeps its own complete older generation of a pool whose newer generation is on other nodes.
 FIXED = (
     "admin-access-disabled", "all-devices-some-allocated-admin-access", "all-devices-some-allocating-admin-access",
     "allow-multiple-allocations-exclude-multi-allocatable-device-by-class-selector",
@@ -191,6 +192,8 @@ FIXED = (
     "list-attributes-match-constaint-mixed-scalar-and-list-of-string-values-without-common-elements",
     "list-attributes-match-constaint-with-empty-or-unknown-type",
     "list-attributes-match-constraint-backtrack-needs-intersection-restore",
+    "multi-host-resource-pool-complete-update-from-node-1-to-node-2",
+    "multi-host-resource-pool-incomplete-update-from-node-1-to-node-2",
     "multi-host-resource-pool-incomplete-update-from-node-2-to-node-1", "no-allocation-from-incomplete-pools",
     "numanode-matchattribute-disjoint-lists-are-not-allocated",
     "numanode-matchattribute-overlapping-lists-are-co-placed", "obsolete-slice",

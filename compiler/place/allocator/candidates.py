@@ -58,9 +58,10 @@ class DeviceIndex:
         self.node_of: list[str | None] = [d.node_name or slices[d.slice_index].node_name for d in inventory.devices]
         self._bound_pools: dict[str, list[tuple[str, str]]] = {}
         self._floating_slices = [s for s in slices if s.node_name is None]
-        invalid = {key for key, pool in inventory.pools.items() if self.pool_invalid(pool)}
+        states = inventory.states()  # keyed by Inventory.pool_key: a pool, or a node's view of an older generation
+        invalid = {key for key, pool in states.items() if self.pool_invalid(pool)}
         # 1.35 on: devices of incomplete or invalid pools are skipped, not used or fatal
-        self._unusable = invalid | {key for key, pool in inventory.pools.items() if pool.incomplete} \
+        self._unusable = invalid | {key for key, pool in states.items() if pool.incomplete} \
             if features.skips_unusable_pools else set()
         self.any_invalid = bool(invalid) and features.skips_unusable_pools  # 1.35+: a failing pod may be an error
         if self._unusable:
@@ -76,7 +77,7 @@ class DeviceIndex:
         # selecting nodes per device.
         self._unpartitioned = not features.on("DRAPartitionableDevices") and any(
             d.consumes or slices[d.slice_index].per_device_node_selection for d in inventory.devices)
-        self.invalid_devices = frozenset(d.index for d in inventory.devices if invalid and inventory.pool_of(d) in invalid)
+        self.invalid_devices = frozenset(d.index for d in inventory.devices if invalid and inventory.pool_key(d) in invalid)
         for s in slices:
             if s.node_name is not None:
                 keys = self._bound_pools.setdefault(s.node_name, [])
@@ -105,7 +106,7 @@ class DeviceIndex:
         """Whether the features on let the scheduler see the device at all."""
         if self._binding and device.binding_conditions:
             return False
-        if self._unusable and self.inventory.pool_of(device) in self._unusable:
+        if self._unusable and self.inventory.pool_key(device) in self._unusable:
             return False
         if self._hidden and self.inventory.pool_of(device) in self._hidden:
             return False
@@ -206,7 +207,8 @@ class DeviceIndex:
                 serves = s.all_nodes or (s.node_selector is not None and info is not None and node_matches(s.node_selector, info))
                 if serves and (s.driver, s.pool) not in keys:
                     keys.append((s.driver, s.pool))
-            found = self._node_pools[node] = [self.inventory.pools[k] for k in keys]
+            views = self.inventory.views
+            found = self._node_pools[node] = [views.get((*k, node)) or self.inventory.pools[k] for k in keys]
         return found
 
     def pool_invalid(self, pool: PoolState) -> bool:

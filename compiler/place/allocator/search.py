@@ -185,7 +185,7 @@ class _Search:
         return False
 
     def _invalid_pool(self, option: Option, d: int) -> str:
-        pool = self.index.inventory.pools[self.index.inventory.pool_of(self.devices[d])]
+        pool = self.index.inventory.states()[self.index.inventory.pool_key(self.devices[d])]
         return (f"request '{option.name}' reached resource pool {pool.driver}/{pool.name}, which is invalid: device "
                 f"'{pool.duplicate}' is published in more than one of its slices, and the scheduler fails the pod when "
                 "its search reaches an invalid pool; the driver must publish each device once (re-export the slices "

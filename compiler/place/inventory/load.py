@@ -307,8 +307,15 @@ def _pool_warnings(inventory: Inventory, slices: list[ResourceSlice], locate: Lo
                                  "more than one of its slices", "the scheduler refuses to allocate from an invalid pool"))
     out.extend(_undefined_counter_sets(inventory, locate))
     for s in stale:
+        newer = inventory.pools[(s.driver, s.pool)].generation
+        if s.node_name is not None and (s.driver, s.pool, s.node_name) in inventory.views:
+            out.append(locate(s, f"slice {s.name} belongs to generation {s.generation} of pool {s.driver}/{s.pool}, which "
+                                 f"is complete on node {s.node_name} while generation {newer} is on other nodes",
+                              "the scheduler still allocates its devices on that node until the driver deletes the old "
+                              "slices, as gpuc does"))
+            continue
         out.append(locate(s, f"slice {s.name} belongs to generation {s.generation} of pool {s.driver}/{s.pool}; "
-                             f"generation {inventory.pools[(s.driver, s.pool)].generation} replaces it", "ignored, as the scheduler does"))
+                             f"generation {newer} replaces it", "ignored, as the scheduler does"))
     return out
 
 
