@@ -255,3 +255,19 @@ def test_a_pool_moving_between_nodes_is_named_where_its_old_generation_still_cou
     assert w.message == ("slice old belongs to generation 1 of pool example.com/mover, which is complete on node "
                          "ip-10-0-1-17 while generation 2 is on other nodes")
     assert [d.name for d in inv.devices] == ["dev-0", "dev-0"]
+
+
+def test_skip_node_operations_are_read_and_written_back(fleet, tmp_path):
+    from compiler.place.inventory.codec import encode_slice
+    piece = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "cp"},
+             "spec": {"driver": "example.com", "pool": {"name": "central", "generation": 1, "resourceSliceCount": 1},
+                      "nodeName": "ip-10-0-1-17", "skipNodeOperations": ["*"], "devices": [{"name": "v-0"}]}}
+    path = tmp_path / "slices.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [piece]}))
+    (s,) = load(fleet, path).slices
+    assert s.skip_node_operations == ("*",)
+    assert encode_slice(s, "resource.k8s.io/v1", {})["spec"]["skipNodeOperations"] == ["*"]
+    piece["spec"]["skipNodeOperations"] = [""]
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [piece]}))
+    with pytest.raises(InputError, match="node operations are non-empty strings"):
+        load(fleet, path)

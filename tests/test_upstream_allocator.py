@@ -113,7 +113,8 @@ AGREED = (
 # compatibility groups (devices drawing from one counter set share a group; pools declaring groups skipped with
 # the gate off) and derived attributes (a request's CEL-computed attribute read by its constraints); capacity
 # amounts the scheduler cannot compute in int64 (negative, or past MaxInt64 in range rounding) are errors; a node
-# keeps its own complete older generation of a pool whose newer generation is on other nodes.
+# keeps its own complete older generation of a pool whose newer generation is on other nodes; devices of slices
+# skipping node operations only on nodes that declare DRAOptionalNodeOperations.
 FIXED = (
     "admin-access-disabled", "all-devices-some-allocated-admin-access", "all-devices-some-allocating-admin-access",
     "allow-multiple-allocations-exclude-multi-allocatable-device-by-class-selector",
@@ -197,7 +198,7 @@ FIXED = (
     "multi-host-resource-pool-incomplete-update-from-node-2-to-node-1", "no-allocation-from-incomplete-pools",
     "numanode-matchattribute-disjoint-lists-are-not-allocated",
     "numanode-matchattribute-overlapping-lists-are-co-placed", "obsolete-slice",
-    "partitionable-consumable-capacity-shared-device-counter-not-recharged",
+    "optional-node-operations-missing-feature", "partitionable-consumable-capacity-shared-device-counter-not-recharged",
     "partitionable-devices-counter-quantities-are-not-modified",
     "partitionable-devices-device-counter-consumption-references-counter-set-in-other-pool",
     "partitionable-devices-device-counter-consumption-references-unknown-counter-in-counter-set",

@@ -19,6 +19,8 @@ from .features import ALL, AllocatorFeatures
 from .nodes import node_matches
 from .requests import ClaimError, DeviceClass, Option
 
+OPTIONAL_NODE_OPERATIONS = "DRAOptionalNodeOperations"  # the gate, and the node feature the scheduler requires
+
 
 @dataclass
 class Match:
@@ -71,6 +73,8 @@ class DeviceIndex:
         grouped = {key for key, pool in inventory.pools.items() if pool.grouped}
         self._hidden = set() if features.on("DRADeviceCompatibilityGroups") else grouped
         self.grouping = bool(grouped) and not self._hidden  # the search checks compatibility groups
+        # DRAOptionalNodeOperations: devices whose slice skips node operations only on nodes declaring the feature
+        self._skipping = features.on(OPTIONAL_NODE_OPERATIONS) and any(s.skip_node_operations for s in slices)
         # Devices of pools that repeat a device name: the search fails when it reaches one (usually empty).
         self._binding = not features.binding and any(d.binding_conditions for d in inventory.devices)
         # Without DRAPartitionableDevices the scheduler sees neither devices consuming counters nor slices
@@ -162,13 +166,17 @@ class DeviceIndex:
     def candidates(self, option: Option, node: str) -> list[int]:
         """Devices on `node` the option selects, in the documented order."""
         m = self.match(option)
-        if not m.floating:
+        if not m.floating and not self._skipping:
             return m.by_node.get(node, [])
         found = m.per_node.get(node)
         if found is None:
             info = self.inventory.by_name.get(node)
             extra = [i for i in m.floating if info is not None and self._serves(i, info)]
-            found = m.per_node[node] = sorted(m.by_node.get(node, []) + extra)
+            found = sorted(m.by_node.get(node, []) + extra)
+            if self._skipping and not (info is not None and OPTIONAL_NODE_OPERATIONS in info.declared):
+                devices, slices = self.inventory.devices, self.inventory.slices
+                found = [i for i in found if not slices[devices[i].slice_index].skip_node_operations]
+            m.per_node[node] = found
         return found
 
     def _serves(self, index: int, node) -> bool:

@@ -126,6 +126,8 @@ def encode_slice(s: ResourceSlice, api_version: str, metadata: dict[str, Any]) -
     nested = api_version in NESTED_DEVICE_APIS
     if s.devices or not s.shared_counters:  # 1.35 allows only one of devices and sharedCounters in a slice
         spec["devices"] = [encode_device(d, nested) for d in s.devices]
+    if s.skip_node_operations:
+        spec["skipNodeOperations"] = list(s.skip_node_operations)
     if s.shared_counters:
         spec["sharedCounters"] = [{"name": n, "counters": _counters(c)} for n, c in s.shared_counters.items()]
     return {"apiVersion": api_version, "kind": "ResourceSlice", "metadata": {"name": s.name, **metadata}, "spec": spec}

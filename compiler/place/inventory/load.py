@@ -244,11 +244,14 @@ def _slice(reader: _Reader, obj: StateObject) -> ResourceSlice | None:
     if None in (name, driver, pool_name, generation, count):
         return None
     node_selector = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), dict) else None
+    skip = reader.get(spec, "skipNodeOperations", here, list, required=False) or []
+    if not all(isinstance(op, str) and op for op in skip):
+        reader.fail((doc, here[1] + ("skipNodeOperations",)), "node operations are non-empty strings (\"*\", NodePrepareResources, ...)")
     return ResourceSlice(name, driver, pool_name, generation, count, devices,
                          node_name=spec.get("nodeName") if isinstance(spec.get("nodeName"), str) else None,
                          all_nodes=spec.get("allNodes") is True, node_selector=node_selector,
                          per_device_node_selection=spec.get("perDeviceNodeSelection") is True,
-                         shared_counters=shared)
+                         shared_counters=shared, skip_node_operations=tuple(str(op) for op in skip))
 
 
 def node_pool(name: str, cluster: ResolvedCluster, products: set[str]) -> str | None:

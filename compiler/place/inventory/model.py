@@ -81,6 +81,9 @@ class ResourceSlice:
     node_selector: dict | None = None
     per_device_node_selection: bool = False
     shared_counters: dict[str, dict[str, Quantity]] = field(default_factory=dict)
+    # skipNodeOperations (DRAOptionalNodeOperations): node-local gRPC calls the kubelet skips for these devices;
+    # the scheduler then allocates them only on nodes that declare the feature
+    skip_node_operations: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +92,7 @@ class NodeInfo:
     pool: str | None  # the gpuc node pool it belongs to, when known
     labels: tuple[tuple[str, str], ...] = ()
     also: tuple[str, ...] = ()  # further node pools on the same node (one per GPU model of a node that holds several)
+    declared: tuple[str, ...] = ()  # status.declaredFeatures (KEP-5328): what the node's kubelet supports
 
     def in_pool(self, name: str) -> bool:
         return self.pool == name or name in self.also
