@@ -6,8 +6,7 @@ with the outcome the upstream allocator variant its feature set selects returns 
 Each case named below runs through gpuc's allocator at the case's feature set (tests/upstream_table.py)
 and must decide as upstream: error, does not fit, or the same devices per claim.
 
-The cases listed here are those gpuc agrees on; the rest of the table (data kept in cases.json, listed
-in README "Where gpuc's allocator differs from the scheduler") is not run as a test until it agrees.
+Every case of the table is listed here, none skipped (test_every_case_of_the_table_runs).
 """
 
 from __future__ import annotations
@@ -114,7 +113,9 @@ AGREED = (
 # the gate off) and derived attributes (a request's CEL-computed attribute read by its constraints); capacity
 # amounts the scheduler cannot compute in int64 (negative, or past MaxInt64 in range rounding) are errors; a node
 # keeps its own complete older generation of a pool whose newer generation is on other nodes; devices of slices
-# skipping node operations only on nodes that declare DRAOptionalNodeOperations.
+# skipping node operations only on nodes that declare DRAOptionalNodeOperations; a node's devices in the
+# scheduler's pool order (by driver and pool name, network-attached pools among the node's own, pools with
+# binding conditions last).
 FIXED = (
     "admin-access-disabled", "all-devices-some-allocated-admin-access", "all-devices-some-allocating-admin-access",
     "allow-multiple-allocations-exclude-multi-allocatable-device-by-class-selector",
@@ -167,8 +168,8 @@ FIXED = (
     "distinct-constraint-two-multi-allocatable-devices-with-distinct-constraint",
     "distinct-constraint-two-requests-with-count-not-distinct",
     "invalid-pool-is-ok-if-devices-can-be-allocated-from-other",
-    "lexicographical-sorting-slices-with-binding-conditions", "list-attributes-disabled-distinct-constraint-with-lists",
-    "list-attributes-disabled-match-constraint-with-lists",
+    "lexicographical-sorting-pools-with-binding-conditions", "lexicographical-sorting-slices-with-binding-conditions",
+    "list-attributes-disabled-distinct-constraint-with-lists", "list-attributes-disabled-match-constraint-with-lists",
     "list-attributes-distinct-constaint-with-empty-or-unknown-type",
     "list-attributes-distinct-constraint-backtrack-needs-remove",
     "list-attributes-distinct-constraint-list-of-bool-values-all-distinct",
@@ -192,7 +193,7 @@ FIXED = (
     "list-attributes-match-constaint-mixed-scalar-and-list-of-string-values-with-partially-common-elements",
     "list-attributes-match-constaint-mixed-scalar-and-list-of-string-values-without-common-elements",
     "list-attributes-match-constaint-with-empty-or-unknown-type",
-    "list-attributes-match-constraint-backtrack-needs-intersection-restore",
+    "list-attributes-match-constraint-backtrack-needs-intersection-restore", "local-and-network-attached-devices",
     "multi-host-resource-pool-complete-update-from-node-1-to-node-2",
     "multi-host-resource-pool-incomplete-update-from-node-1-to-node-2",
     "multi-host-resource-pool-incomplete-update-from-node-2-to-node-1", "no-allocation-from-incomplete-pools",
@@ -227,6 +228,10 @@ def test_the_table_is_whole_and_names_its_source() -> None:
     assert doc["source"]["version"] == "v0.37.2" and doc["source"]["kubernetes"] == "1.37"
     assert len(table()) == 279
     assert set(AGREED) | set(FIXED) <= set(table()) and not set(AGREED) & set(FIXED)
+
+
+def test_every_case_of_the_table_runs() -> None:
+    assert set(AGREED) | set(FIXED) == set(table())
 
 
 @pytest.mark.parametrize("name", AGREED + FIXED)

@@ -75,6 +75,9 @@ class DeviceIndex:
         self.grouping = bool(grouped) and not self._hidden  # the search checks compatibility groups
         # DRAOptionalNodeOperations: devices whose slice skips node operations only on nodes declaring the feature
         self._skipping = features.on(OPTIONAL_NODE_OPERATIONS) and any(s.skip_node_operations for s in slices)
+        # The scheduler (1.36 on) takes a node's pools by driver and pool name, pools with binding conditions last
+        self._waiting_pools = {inventory.pool_of(d) for d in inventory.devices if d.binding_conditions} \
+            if features.binding else set()
         # Devices of pools that repeat a device name: the search fails when it reaches one (usually empty).
         self._binding = not features.binding and any(d.binding_conditions for d in inventory.devices)
         # Without DRAPartitionableDevices the scheduler sees neither devices consuming counters nor slices
@@ -166,18 +169,25 @@ class DeviceIndex:
     def candidates(self, option: Option, node: str) -> list[int]:
         """Devices on `node` the option selects, in the documented order."""
         m = self.match(option)
-        if not m.floating and not self._skipping:
-            return m.by_node.get(node, [])
+        if not m.floating and not self._skipping and not self._waiting_pools:
+            return m.by_node.get(node, [])  # in inventory order: the node's pools by driver and name
         found = m.per_node.get(node)
         if found is None:
             info = self.inventory.by_name.get(node)
             extra = [i for i in m.floating if info is not None and self._serves(i, info)]
-            found = sorted(m.by_node.get(node, []) + extra)
+            found = sorted(m.by_node.get(node, []) + extra, key=self._rank)
             if self._skipping and not (info is not None and OPTIONAL_NODE_OPERATIONS in info.declared):
                 devices, slices = self.inventory.devices, self.inventory.slices
                 found = [i for i in found if not slices[devices[i].slice_index].skip_node_operations]
             m.per_node[node] = found
         return found
+
+    def _rank(self, index: int) -> tuple:
+        """A device's place among those a node sees: its pool's (pools with binding conditions last, then by driver
+        and pool name, the node's own and network-attached ones alike), its slice's name, its place in the slice."""
+        device = self.inventory.devices[index]
+        s = self.inventory.slices[device.slice_index]
+        return ((s.driver, s.pool) in self._waiting_pools, s.driver, s.pool, s.name, index)
 
     def _serves(self, index: int, node) -> bool:
         device = self.inventory.devices[index]

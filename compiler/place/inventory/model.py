@@ -8,6 +8,8 @@ dropped again only when slices are written out.
 Order is part of the contract (the allocator's device order, documented in the report): nodes in
 the cluster's pool order then node order, and on each node the resource pools by (driver, pool
 name), slices by name, devices in slice order. `Inventory.devices[i].index == i` in that order.
+Devices not bound to one node (node-selected, network-attached) come after the nodes'; the allocator
+merges them into a node's own by pool name, as the scheduler does (allocator/candidates.py).
 """
 
 from __future__ import annotations
