@@ -91,6 +91,11 @@ class AllocationState:
         dedicated allocation (the scheduler's allocated devices): nobody may share it then. Counters are
         charged by the first allocation of a device only."""
         device = self.inventory.devices[index]
+        for alias in self.inventory.aliases.get(index, ()):  # the same device in another node's view of its pool
+            self.held[alias] = 1
+            if not (device.multi and taken is not None) and not self.in_use[alias]:
+                self.in_use[alias] = 1
+                self._free[self._node(self.inventory.devices[alias])] -= 1
         first = not self.held[index]
         self.held[index] = 1
         if device.multi and taken is not None:  # others may still get it while its capacity lasts

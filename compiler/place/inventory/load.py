@@ -295,7 +295,8 @@ Locate = Callable[..., Diagnostic]  # (slice, message, hint, path inside the sli
 def _pool_warnings(inventory: Inventory, slices: list[ResourceSlice], locate: Locate) -> list[Diagnostic]:
     first: dict[tuple[str, str], ResourceSlice] = {}
     for s in inventory.slices:  # the current generation: a stale slice is not where the pool's state shows
-        first.setdefault((s.driver, s.pool), s)
+        if s.generation == inventory.pools[(s.driver, s.pool)].generation:
+            first.setdefault((s.driver, s.pool), s)
     out = []
     stale = [s for s in slices if s.generation < inventory.pools[(s.driver, s.pool)].generation]
     for key, pool in inventory.pools.items():
@@ -349,7 +350,7 @@ def load_slices(source: str | Path | ClusterState, cluster: ResolvedCluster,
     """The inventory the ResourceSlices of a cluster state describe (an export file, or a state already
     read); InputError (exit 2) on malformed slices or a state without any."""
     state = source if isinstance(source, ClusterState) else read_state([str(source)], "--slices")
-    reader = _Reader(int(cluster.api.kubernetes.split(".")[1]))
+    reader = _Reader(cluster.api.minor)
     objects = state.of(GROUP, "ResourceSlice")
     located: list[tuple[StateObject, ResourceSlice]] = []
     for obj in objects:

@@ -137,6 +137,9 @@ class Inventory:
     # generation of a pool whose newer generation is on other nodes: the allocator takes the newest generation
     # among the slices that target the node, and uses it while it is complete (a pool moving between nodes)
     views: dict[tuple[str, str, str], PoolState] = field(default_factory=dict)
+    # device -> the other devices of the same (driver, pool, name) in other views: one device to the scheduler,
+    # whose allocated state is by device ID, so allocating one allocates them all
+    aliases: dict[int, tuple[int, ...]] = field(init=False, repr=False, default_factory=dict)
     by_name: dict[str, NodeInfo] = field(init=False, repr=False)
     # (driver, pool) -> counter set -> counters, over the pool's current slices: 1.35 keeps counter sets in
     # slices of their own, so a device's counters are looked up in its pool, never only in its slice.
@@ -148,6 +151,12 @@ class Inventory:
     def __post_init__(self) -> None:
         self.by_name = {n.name: n for n in self.nodes}
         self.counter_sets = pool_counter_sets(self.slices)
+        if self.views:
+            same: dict[tuple[str, str, str], list[int]] = {}
+            for d in self.devices:
+                s = self.slices[d.slice_index]
+                same.setdefault((s.driver, s.pool, d.name), []).append(d.index)
+            self.aliases = {i: tuple(j for j in group if j != i) for group in same.values() if len(group) > 1 for i in group}
 
     def pool_of(self, device: Device) -> tuple[str, str]:
         s = self.slices[device.slice_index]
