@@ -250,6 +250,17 @@ def test_claim_limits_are_enforced():
                          AllocatorFeatures.for_minor(34))
 
 
+def test_derived_attributes_need_their_gate_and_a_qualified_name():
+    derived = {"name": "derived/numa", "expression": "device.attributes['gpu.nvidia.com'].numa"}
+    spec = {"devices": {"requests": [request("gpu", derivedAttributes=[derived])]}}
+    with pytest.raises(Exception, match=r"derivedAttributes: has derived attributes, but the DRADerivedAttributes feature is disabled"):
+        parse_claim_spec(spec, AllocatorFeatures.for_minor(37))  # alpha in 1.37: off by default
+    on = AllocatorFeatures.of(["DRADerivedAttributes"])
+    assert parse_claim_spec(spec, on).requests[0].options[0].derived == (("derived/numa", derived["expression"]),)
+    with pytest.raises(Exception, match=r"derivedAttributes\[0\].name must be a fully qualified attribute name"):
+        parse_claim_spec({"devices": {"requests": [request("gpu", derivedAttributes=[{**derived, "name": "numa"}])]}}, on)
+
+
 def test_v1beta1_claims_parse_like_v1():
     flat = {"devices": {"requests": [{"name": "gpu", "deviceClassName": "gpu", "count": 2}]}}
     nested = {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu", "count": 2}}]}}
@@ -395,3 +406,17 @@ def test_the_render_gate_places_every_pod_where_the_full_plan_does(fleet):
         assert all(not p.claims for p in gate.pods) and not gate.pools and full.pools
         unplaced += len(full.unplaced)
     assert unplaced  # the first fleet does not fit, so reasons were compared too
+
+
+def test_a_device_in_two_nodes_views_of_a_moving_pool_is_allocated_once():
+    """While a pool moves, n1 still sees its complete older generation and n2 the newer one: the same device
+    (driver, pool, name) in both. The scheduler's allocated state is by device ID, so once one copy is taken
+    the other is in use too."""
+    slices = [ResourceSlice("old", GPU, "mover", 1, 1, [dev("gpu-0")], node_name="n1"),
+              ResourceSlice("new", GPU, "mover", 2, 1, [dev("gpu-0")], node_name="n2")]
+    inv = build_inventory("test", "synthesized", "resource.k8s.io/v1", slices, [NodeInfo("n1", "pool"), NodeInfo("n2", "pool")])
+    planner = Planner(inv, CLASSES)
+    first = planner.place(pod("w-0", claim("team/w-0-gpu", [request("gpu")])))
+    assert first.node == "n1" and devices_of(first) == [("gpu", "gpu-0")]
+    second = planner.place(pod("w-1", claim("team/w-1-gpu", [request("gpu")])))
+    assert not second.placed

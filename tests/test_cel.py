@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from compiler.cel import (
+    AttrList,
     CelCompileError,
     CelEvaluationError,
     Published,
@@ -172,6 +173,31 @@ def test_references_found_from_the_syntax_tree():
     assert refs("[1].exists(device, device == 1)") == set()  # a macro variable shadows `device`
 
 
+def _numa(*nodes) -> Dev:
+    return Dev("example.com", {"example.com": {"numa": AttrList("ints", nodes), "v": AttrList("versions", (Semver.parse("1.2.3"),))}})
+
+
+def test_list_attributes_are_cel_lists_and_includes_needs_the_gate():
+    """DRAListTypeAttributes: the scheduler hands CEL a list attribute as a list whatever the gate, and declares
+    `includes` (a list's element, or a scalar's value) only with the gate on."""
+    assert run("4 in device.attributes['example.com'].numa", _numa(4, 5)) is True
+    assert run("device.attributes['example.com'].numa.exists(n, n > 4)", _numa(3, 4)) is False
+    assert run("size(device.attributes['example.com'].numa) == 0", _numa()) is True
+    assert run("device.attributes['example.com'].v[0].major() == 1", _numa()) is True
+    text = "device.attributes['example.com'].numa.includes(5)"
+    assert compile_selector(text, list_attributes=True).matches(_numa(4, 5)) is True
+    assert compile_selector(text, list_attributes=True).matches(_numa(4)) is False
+    assert compile_selector("device.driver.includes('example.com')", list_attributes=True).matches(_numa()) is True
+    with pytest.raises(CelCompileError, match="'includes': it needs the DRAListTypeAttributes feature gate"):
+        compile_selector(text)
+
+
+def test_cache_keeps_lists_of_different_kinds_apart():
+    selector = compile_selector("device.attributes['example.com'].l == [1]")
+    assert selector.matches(Dev("example.com", {"example.com": {"l": AttrList("ints", (1,))}})) is True
+    assert selector.matches(Dev("example.com", {"example.com": {"l": AttrList("bools", (True,))}})) is False
+
+
 # ---------------------------------------------------------------------------------------- cache
 
 def test_cache_keeps_bool_and_int_apart():
@@ -315,3 +341,18 @@ def test_static_check_flags_versions_and_quantities_compared_as_plain_values():
 def test_static_check_reports_compile_errors_first():
     problems = check_expression("device.attributes['gpu.nvidia.com'].type ==", PUBLISHED)
     assert [p.code for p in problems] == ["syntax"]
+
+
+def test_derived_attribute_values_are_attribute_types():
+    """DRADerivedAttributes: an expression of any type, read as an attribute value; a double or a map is none."""
+    from compiler.cel.library import from_cel
+    device = _numa(4, 5)
+    value = compile_selector("device.attributes['example.com'].numa", any_type=True).value(device)
+    assert from_cel(value) == AttrList("ints", (4, 5))
+    assert from_cel(compile_selector("'a' + 'b'", any_type=True).value(device)) == "ab"
+    with pytest.raises(CelCompileError, match="must evaluate to bool"):
+        compile_selector("'a' + 'b'")
+    with pytest.raises(ValueError, match="not double"):
+        from_cel(compile_selector("1.5", any_type=True).value(device))
+    with pytest.raises(ValueError, match="values of one kind"):
+        from_cel(compile_selector("[1, 'a']", any_type=True).value(device))

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from compiler.cel import Quantity
-from compiler.place.inventory.capacity import consumption, fits
+from compiler.place.inventory.capacity import CapacityError, consumption, fits
 from compiler.place.inventory.model import Device, RequestPolicy
 
 from conftest import (
@@ -249,6 +249,19 @@ def test_consumption_follows_the_request_policy():
     exclusive = _device(multi=False)
     assert consumption(exclusive, _memory("90Gi")) is None and consumption(exclusive, _memory("20Gi")) == {}
     assert fits(ranged, {key: Fraction(40 * 2**30)}, {key: 40 * 2**30}) and not fits(ranged, {key: 1}, {key: 80 * 2**30})
+
+
+def test_amounts_the_scheduler_cannot_compute_are_errors_not_misfits():
+    """v0.37.2 aborts (an error, not "does not fit") on a negative amount and on int64 overflow in range rounding."""
+    stepped = _device(policy=RequestPolicy(minimum=Quantity(2), maximum=Quantity(4), step=Quantity(2)))
+    with pytest.raises(CapacityError, match='capacity "memory": capacity value is negative'):
+        consumption(_device(multi=False), _memory("-5"))
+    with pytest.raises(CapacityError, match="request 18446744073709551616 exceeds MaxInt64"):
+        consumption(stepped, (("memory", Quantity(2**64)),))
+    with pytest.raises(CapacityError, match="rounding request 9223372036854775807 up to the next step passes MaxInt64"):
+        consumption(stepped, (("memory", Quantity(2**63 - 1)),))
+    assert consumption(stepped, (("memory", Quantity(2**63 - 2)),)) is None  # rounds within int64; over the maximum
+    assert consumption(_device(), (("memory", Quantity(2**64)),)) is None  # no range: no int64 arithmetic, too large
 
 
 def test_exported_slices_with_consumable_capacity_are_read(fleet, tmp_path):

@@ -299,3 +299,22 @@ def test_selection_by_template_equals_evaluating_every_device():
                 except CelEvaluationError as exc:
                     failures[i] = str(exc)
             assert select(inventory, selector, everything) == (tuple(matched), failures), (inventory.cluster, text)
+
+
+def test_a_node_keeps_its_complete_older_generation_of_a_pool_moving_away():
+    """The allocator gathers a node's own slices and keeps their newest generation: complete, it is used even
+    when the pool's newer generation sits on another node; incomplete, it is obsolete."""
+    from compiler.place.inventory import Device, NodeInfo, ResourceSlice, build_inventory
+
+    def piece(name: str, node: str, generation: int, device: str, count: int = 2) -> ResourceSlice:
+        return ResourceSlice(name, "d", "p", generation, count, [Device(device, "d", {}, {})], node_name=node)
+
+    nodes = [NodeInfo("n1", None), NodeInfo("n2", None), NodeInfo("n3", None)]
+    inv = build_inventory("c", "test", "resource.k8s.io/v1", [
+        piece("a", "n1", 1, "x"), piece("b", "n1", 1, "y"),  # complete at generation 1 on n1
+        piece("c", "n2", 2, "x"), piece("d", "n2", 2, "y"),  # generation 2 on n2
+        piece("e", "n3", 1, "z")], nodes)  # one of two slices at generation 1 on n3: obsolete
+    assert inv.pools[("d", "p")].generation == 2 and list(inv.views) == [("d", "p", "n1")]
+    assert inv.views[("d", "p", "n1")].generation == 1 and not inv.views[("d", "p", "n1")].incomplete
+    assert [(inv.slices[d.slice_index].node_name, d.name, inv.pool_key(d)) for d in inv.devices] == [
+        ("n1", "x", ("d", "p", "n1")), ("n1", "y", ("d", "p", "n1")), ("n2", "x", ("d", "p")), ("n2", "y", ("d", "p"))]

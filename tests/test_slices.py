@@ -108,6 +108,14 @@ def _broken(tmp_path: Path, old: str, new: str, count: int = 1) -> Path:
     ("        id:\n          int: 0\n        type:\n          string: channel",
      "        id:\n          float: 0.5\n        type:\n          string: channel", "items[2].spec.devices[0].attributes.id",
      "unknown attribute type 'float'"),
+    # DRAListTypeAttributes is alpha, off by default on every minor gpuc targets: the cluster's scheduler would match
+    # no constraint with the value, and consumers built without the gate fail on it
+    ("        id:\n          int: 0\n        type:\n          string: channel",
+     "        id:\n          ints: [0, 1]\n        type:\n          string: channel", "items[2].spec.devices[0].attributes.id",
+     "a list-typed attribute (ints) needs the DRAListTypeAttributes feature gate, off by default on Kubernetes 1."),
+    ("        id:\n          int: 0\n        type:\n          string: channel",
+     "        id:\n          ints: [0, x]\n        type:\n          string: channel", "items[2].spec.devices[0].attributes.id",
+     "an element of ints has a str value 'x'"),
     ("          version: 570.124.6\n        parentUUID:", "          version: \"570.124\"\n        parentUUID:",
      "items[4].spec.devices[0].attributes.driverVersion",
      "'570.124' is not a semantic version"),
@@ -202,3 +210,64 @@ def test_a_device_consuming_a_counter_set_its_pool_does_not_define_is_reported(f
             "'gpu-0-counter-set', which no slice of the pool defines") in warning.message
     # gpu-1's set sits in the pool's counter slice (the 1.35 layout): resolved across the pool, no warning.
     assert inv.counter_sets[(GPU, "h100-0")]["gpu-1-counter-set"]["memory-slice-0"] == Quantity(1)
+
+
+def test_list_attributes_decode_with_their_kind_and_write_back_as_read():
+    from compiler.cel import AttrList
+    from compiler.place.inventory import Device
+    from compiler.place.inventory.codec import counter_use, decode_attribute, encode_attribute, encode_device
+    for raw, value in [({"ints": [4, 5]}, AttrList("ints", (4, 5))), ({"strings": []}, AttrList("strings", ())),
+                       ({"bools": [True]}, AttrList("bools", (True,))),
+                       ({"versions": ["1.2.3"]}, AttrList("versions", (Semver.parse("1.2.3"),)))]:
+        assert decode_attribute(raw) == value and encode_attribute(value) == raw
+    with pytest.raises(ValueError, match="attribute of type ints has a int value 4, not a list"):
+        decode_attribute({"ints": 4})
+    with pytest.raises(ValueError, match="an element of bools has a int value 1"):
+        decode_attribute({"bools": [1]})
+    grouped = counter_use("set", {"memory": Quantity.parse("10Gi")}, ("mig",))
+    assert encode_device(Device("d", "x", {}, {}, (grouped,)), False)["consumesCounters"] == [
+        {"counterSet": "set", "counters": {"memory": {"value": "10Gi"}}, "compatibilityGroups": ["mig"]}]
+    with pytest.raises(ValueError, match="exactly one of string, int, bool, version, ints, bools, strings, versions"):
+        decode_attribute({})  # no value: the scheduler's CEL fails on it ("unsupported attribute value")
+
+
+def test_compatibility_groups_are_read_with_each_counter_draw():
+    from compiler.place.inventory.load import _consumes, _Reader
+    reader = _Reader()
+    raw = [{"counterSet": "gpu-0", "counters": {"memory": {"value": "10Gi"}}, "compatibilityGroups": ["mig"]},
+           {"counterSet": "gpu-1", "counters": {}, "compatibilityGroups": ["mig", 7]}]
+    (use,) = _consumes(reader, raw, (None, ("consumesCounters",)))  # type: ignore[arg-type]
+    assert use.groups == ("mig",)
+    assert [(where[1], message) for where, message, _ in reader.problems] == [
+        (("consumesCounters", 1, "compatibilityGroups"), "compatibility groups are non-empty strings")]
+
+
+def test_a_pool_moving_between_nodes_is_named_where_its_old_generation_still_counts(fleet, tmp_path):
+    def piece(name: str, node: str, generation: int) -> dict:
+        return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name},
+                "spec": {"driver": "example.com", "pool": {"name": "mover", "generation": generation, "resourceSliceCount": 1},
+                         "nodeName": node, "devices": [{"name": "dev-0"}]}}
+    path = tmp_path / "slices.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [
+        piece("old", "ip-10-0-1-17", 1), piece("new", "ip-10-0-1-18", 2)]}))
+    inv = load(fleet, path)
+    (w,) = [w for w in inv.warnings if "mover" in w.message]
+    assert w.message == ("slice old belongs to generation 1 of pool example.com/mover, which is complete on node "
+                         "ip-10-0-1-17 while generation 2 is on other nodes")
+    assert [d.name for d in inv.devices] == ["dev-0", "dev-0"]
+
+
+def test_skip_node_operations_are_read_and_written_back(fleet, tmp_path):
+    from compiler.place.inventory.codec import encode_slice
+    piece = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "cp"},
+             "spec": {"driver": "example.com", "pool": {"name": "central", "generation": 1, "resourceSliceCount": 1},
+                      "nodeName": "ip-10-0-1-17", "skipNodeOperations": ["*"], "devices": [{"name": "v-0"}]}}
+    path = tmp_path / "slices.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [piece]}))
+    (s,) = load(fleet, path).slices
+    assert s.skip_node_operations == ("*",)
+    assert encode_slice(s, "resource.k8s.io/v1", {})["spec"]["skipNodeOperations"] == ["*"]
+    piece["spec"]["skipNodeOperations"] = [""]
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [piece]}))
+    with pytest.raises(InputError, match="node operations are non-empty strings"):
+        load(fleet, path)

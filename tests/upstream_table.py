@@ -58,7 +58,8 @@ def gpuc(case: dict[str, Any]) -> Outcome:
     if reader.problems:
         return ("error", "; ".join(m for _, m, _ in reader.problems))
     node = case["node"]["metadata"] if case["node"] else {"name": "node-1", "labels": {"region": "region-1", "planet": "earth"}}
-    info = NodeInfo(node["name"], None, tuple(sorted((node.get("labels") or {}).items())))
+    declared = tuple((case["node"] or {}).get("status", {}).get("declaredFeatures") or ())
+    info = NodeInfo(node["name"], None, tuple(sorted((node.get("labels") or {}).items())), declared=declared)
     inventory = build_inventory("upstream", "upstream-table", "resource.k8s.io/v1", slices, [info])
     classes = {}
     for manifest in case["classes"]:

@@ -9,6 +9,7 @@ Shared by the offline allocator (compiler/place/allocator) and the output checks
 from __future__ import annotations
 
 from .analysis import Analysis, Ref, analyse
+from .attrlist import AttrList
 from .engine import CelCompileError, CelEvaluationError, DeviceData, Selector, compile_selector, environment, nesting, parse, stack_for
 from .quantity import Quantity, QuantityError, parse_quantity
 from .semver import Semver, SemverError
@@ -30,7 +31,7 @@ def check_expression(text: str, published: Published | None = None) -> list[Prob
 
 
 __all__ = [
-    "Analysis", "CelCompileError", "CelEvaluationError", "DeviceData", "Problem", "Published", "Quantity",
+    "Analysis", "AttrList", "CelCompileError", "CelEvaluationError", "DeviceData", "Problem", "Published", "Quantity",
     "QuantityError", "Ref", "Selector", "Semver", "SemverError", "analyse", "check_expression", "compile_selector", "environment",
     "parse", "parse_quantity",
 ]

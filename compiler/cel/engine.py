@@ -25,7 +25,8 @@ from lark import Tree
 
 from ..facts.platform import dra_limits
 from .analysis import CAPACITY_FIELDS, DEVICE_FIELDS, WHOLE_DEVICE, Analysis, Ref, analyse
-from .library import FUNCTIONS, activation
+from .attrlist import AttrList
+from .library import FUNCTIONS, LIST_FUNCTIONS, activation
 from .quantity import Quantity
 from .semver import Semver
 from .static import Problem, compile_problems
@@ -71,6 +72,8 @@ def _tag(value: Any) -> Any:
         return ("semver", str(value))
     if cls is Quantity:
         return ("quantity", value.value, value.format)
+    if cls is AttrList:
+        return ("list", value.kind, tuple(_tag(v) for v in value.items))
     return value
 
 
@@ -146,16 +149,29 @@ class Selector:
             raise CelEvaluationError(result.message)
         return result
 
-    def _run(self, device: DeviceData) -> bool | _Failure:
+    def value(self, device: DeviceData) -> Any:
+        """The expression's value on `device` as cel-python returns it (derived attributes), not memoised;
+        raises CelEvaluationError."""
+        value = self._evaluate(device)
+        if isinstance(value, _Failure):
+            raise CelEvaluationError(value.message)
+        return value
+
+    def _evaluate(self, device: DeviceData) -> Any:
         try:
             with stack_for(self.depth):
-                value = self._runner.evaluate(activation(device))
+                return self._runner.evaluate(activation(device))
         except RecursionError:
             return _Failure(TOO_DEEP.format(depth=self.depth, limit=MAX_NESTING))
         except CELEvalError as exc:
             return _Failure(_describe(exc))
         except (TypeError, ValueError, KeyError, AttributeError, ZeroDivisionError) as exc:
             return _Failure(f"evaluation failed: {exc}")
+
+    def _run(self, device: DeviceData) -> bool | _Failure:
+        value = self._evaluate(device)
+        if isinstance(value, _Failure):
+            return value
         if not isinstance(value, celtypes.BoolType):
             return _Failure(f"the expression must evaluate to bool, it returned {type(value).__name__.removesuffix('Type').lower()}")
         return bool(value)
@@ -181,7 +197,7 @@ def _describe(exc: CELEvalError) -> str:
 
 
 _ENVIRONMENT: celpy.Environment | None = None
-_CACHE: dict[tuple[str, bool], Selector] = {}
+_CACHE: dict[tuple[str, bool, bool, bool], Selector] = {}
 
 
 def environment() -> celpy.Environment:
@@ -253,19 +269,25 @@ def parse(text: str) -> Any:
     return tree
 
 
-def compile_selector(text: str, consumable_capacity: bool = False) -> Selector:
+def compile_selector(text: str, consumable_capacity: bool = False, list_attributes: bool = False,
+                     any_type: bool = False) -> Selector:
     """Compile (once per text) a device selector; raises CelCompileError when the API server would reject it.
-    With `consumable_capacity` (the DRAConsumableCapacity gate) `device.allowMultipleAllocations` is declared."""
-    selector = _CACHE.get((text, consumable_capacity))
+    With `consumable_capacity` (the DRAConsumableCapacity gate) `device.allowMultipleAllocations` is declared,
+    with `list_attributes` (DRAListTypeAttributes) the `includes` function. `any_type`: an expression of any
+    result type, read with `Selector.value` (a derived attribute's)."""
+    key = (text, consumable_capacity, list_attributes, any_type)
+    selector = _CACHE.get(key)
     if selector is None:
         tree = parse(text)
         depth = nesting(tree)
         with stack_for(depth):
             analysis = analyse(tree)
             fields = CAPACITY_FIELDS if consumable_capacity else DEVICE_FIELDS
-            errors = [p for p in compile_problems(tree, analysis, fields) if p.severity == "error"]
+            extra = LIST_FUNCTIONS if list_attributes else {}
+            errors = [p for p in compile_problems(tree, analysis, fields, frozenset(extra))
+                      if p.severity == "error" and not (any_type and p.code == "not-bool")]
             if errors:
                 raise CelCompileError(text, errors)
-            runner = environment().program(tree, functions=FUNCTIONS)
-        selector = _CACHE[(text, consumable_capacity)] = Selector(text, runner, analysis, depth)
+            runner = environment().program(tree, functions={**FUNCTIONS, **extra})
+        selector = _CACHE[key] = Selector(text, runner, analysis, depth)
     return selector

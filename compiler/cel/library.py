@@ -16,6 +16,7 @@ from typing import Any
 from celpy import celtypes
 from celpy.evaluation import CELEvalError
 
+from .attrlist import AttrList
 from .quantity import Quantity, QuantityError
 from .semver import Semver, SemverError
 
@@ -162,6 +163,8 @@ def _equals(left: Any, right: Any) -> Any:
         return celtypes.BoolType(False)
     if kind == "number":
         return celtypes.BoolType(Fraction(left) == Fraction(right))
+    if kind == "ListType":  # element by element, with these rules: [true] is not [1] (list attributes)
+        return celtypes.BoolType(len(left) == len(right) and all(_equals(a, b) for a, b in zip(left, right)))
     return celtypes.BoolType(bool(left == right))
 
 
@@ -192,6 +195,19 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "lowerAscii": _string_method("lowerAscii", _ascii_lower),
     "upperAscii": _string_method("upperAscii", _ascii_upper),
 }
+
+
+def _includes(target: Any, arg: Any) -> Any:
+    """`x.includes(y)` (DRAListTypeAttributes): whether list `x` has an element equal to `y`, or scalar `x` equals
+    `y`, as k8s.io/dynamic-resource-allocation/cel includesFunc (CEL equality: no error across types)."""
+    if isinstance(target, CELEvalError) or isinstance(arg, CELEvalError):
+        return target if isinstance(target, CELEvalError) else arg
+    items = target if isinstance(target, celtypes.ListType) else (target,)
+    return celtypes.BoolType(any(bool(_equals(item, arg)) for item in items))
+
+
+# Functions declared only with the DRAListTypeAttributes gate on (cel/compile.go: a versioned option of 1.36).
+LIST_FUNCTIONS: dict[str, Callable[..., Any]] = {"includes": _includes}
 
 # Names the apiserver's CEL environment has but this engine does not implement. An expression using
 # them is valid for Kubernetes; gpuc reports that it cannot evaluate it rather than calling it wrong.
@@ -226,6 +242,8 @@ class _DomainMap(celtypes.MapType):
 
 
 def _cel_value(value: Any) -> Any:
+    if isinstance(value, AttrList):  # the scheduler hands CEL every list attribute as a list, gate on or off
+        return celtypes.ListType([_cel_value(v) for v in value.items])
     if isinstance(value, bool):
         return celtypes.BoolType(value)
     if isinstance(value, int):
@@ -233,6 +251,27 @@ def _cel_value(value: Any) -> Any:
     if isinstance(value, str):
         return celtypes.StringType(value)
     return value  # Semver, Quantity: our own types carry their CEL methods
+
+
+def from_cel(value: Any) -> Any:
+    """A CEL value as a device attribute value (a derived attribute's): string, int, bool, version, or a list of
+    one of them; ValueError for anything else."""
+    if isinstance(value, (celtypes.BoolType, bool)):
+        return bool(value)
+    if isinstance(value, int) and not isinstance(value, celtypes.UintType):
+        return int(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, Semver):
+        return value
+    if isinstance(value, celtypes.ListType):
+        items = [from_cel(v) for v in value]
+        kinds = {("bools" if isinstance(v, bool) else "ints" if isinstance(v, int) else
+                  "versions" if isinstance(v, Semver) else "strings" if isinstance(v, str) else "lists") for v in items}
+        if len(kinds) > 1 or kinds == {"lists"}:
+            raise ValueError("a list attribute holds values of one kind: string, int, bool or version")
+        return AttrList(kinds.pop() if kinds else "strings", tuple(items))
+    raise ValueError(f"an attribute is a string, int, bool, version or a list of them, not {_type_name(value)}")
 
 
 def _domains(data: Mapping[str, Mapping[str, Any]]) -> _DomainMap:

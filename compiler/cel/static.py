@@ -12,7 +12,7 @@ from typing import Literal
 from lark import Tree
 
 from .analysis import DEVICE_FIELDS, WHOLE_DEVICE, Analysis, Ref, unwind
-from .library import BUILTIN, FUNCTIONS, UNIMPLEMENTED
+from .library import BUILTIN, FUNCTIONS, LIST_FUNCTIONS, UNIMPLEMENTED
 
 Severity = Literal["error", "warning"]
 
@@ -40,14 +40,16 @@ class Published:
 
 _RETURNS = {"compareTo": "int", "sign": "int", "asInteger": "int", "major": "int", "minor": "int", "patch": "int",
             "size": "int", "quantity": "Quantity", "add": "Quantity", "sub": "Quantity", "semver": "Semver",
-            "asApproximateFloat": "double", "lowerAscii": "string", "upperAscii": "string", "string": "string",
+            "asApproximateFloat": "double", "includes": "bool", "lowerAscii": "string", "upperAscii": "string", "string": "string",
             "int": "int", "double": "double"}
 _NON_BOOL_LITERALS = {"STRING_LIT": "string", "MLSTRING_LIT": "string", "INT_LIT": "int", "UINT_LIT": "uint",
                       "FLOAT_LIT": "double", "NULL_LIT": "null", "BYTES_LIT": "bytes"}
 
 
-def compile_problems(tree: Tree, analysis: Analysis, fields: tuple[str, ...] = DEVICE_FIELDS) -> list[Problem]:
-    """What the API server's compiler would refuse, plus functions gpuc cannot evaluate."""
+def compile_problems(tree: Tree, analysis: Analysis, fields: tuple[str, ...] = DEVICE_FIELDS,
+                     gated: frozenset[str] = frozenset()) -> list[Problem]:
+    """What the API server's compiler would refuse, plus functions gpuc cannot evaluate. `gated`: the
+    feature-gated functions declared (`includes` with DRAListTypeAttributes)."""
     problems: list[Problem] = []
     for name in sorted(analysis.unbound):
         problems.append(Problem("error", "undeclared", f"undeclared reference to '{name}' (the only variable is `device`)"))
@@ -57,7 +59,11 @@ def compile_problems(tree: Tree, analysis: Analysis, fields: tuple[str, ...] = D
             problems.append(Problem("error", "unknown-field", f"device has no field '{ref.field}'{extra}; "
                                     f"fields: {', '.join(fields)}", ref))
     for name, _ in sorted(analysis.calls):
-        if name in FUNCTIONS or name in BUILTIN:
+        if name in FUNCTIONS or name in BUILTIN or name in gated:
+            continue
+        if name in LIST_FUNCTIONS:
+            problems.append(Problem("error", "undeclared", f"undeclared reference to function '{name}': it needs the "
+                                    "DRAListTypeAttributes feature gate (alpha, off by default)"))
             continue
         if name in UNIMPLEMENTED:
             problems.append(Problem("error", "unsupported", f"function '{name}' is part of the Kubernetes CEL environment, "

@@ -35,6 +35,9 @@ class Option:
     admin_access: bool = False
     capacity: tuple[tuple[str, Quantity], ...] = ()  # capacity.requests: name (unqualified: the device's driver) -> amount
     tolerations: tuple[Toleration, ...] = ()
+    # derivedAttributes (DRADerivedAttributes): (fully qualified name, CEL expression) evaluated on each device
+    # picked for this option; constraints read the value instead of the device's own attribute of that name
+    derived: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -139,7 +142,23 @@ def _option(name: str, body: Any, where: str, allow_admin: bool, features: Alloc
     if admin and not features.on("DRAAdminAccess"):
         raise ClaimError(f"{where}.adminAccess: admin access is requested, but the feature is disabled")
     tolerations = tuple(_toleration(t, f"{where}.tolerations[{i}]") for i, t in enumerate(_items(body.get("tolerations"), f"{where}.tolerations")))
-    return Option(name, device_class, _selectors(body.get("selectors"), where), mode, count, admin, capacity, tolerations)
+    derived = _derived(body.get("derivedAttributes"), f"{where}.derivedAttributes", features)
+    return Option(name, device_class, _selectors(body.get("selectors"), where), mode, count, admin, capacity, tolerations, derived)
+
+
+def _derived(raw: Any, where: str, features: AllocatorFeatures) -> tuple[tuple[str, str], ...]:
+    out = []
+    for i, entry in enumerate(_items(raw, where)):
+        entry = _mapping(entry, f"{where}[{i}]")
+        name, expression = entry.get("name"), entry.get("expression")
+        if not isinstance(name, str) or "/" not in name:
+            raise ClaimError(f"{where}[{i}].name must be a fully qualified attribute name (domain/name)")
+        if not isinstance(expression, str) or not expression:
+            raise ClaimError(f"{where}[{i}].expression must be a CEL expression")
+        out.append((name, expression))
+    if out and not features.on("DRADerivedAttributes"):
+        raise ClaimError(f"{where}: has derived attributes, but the DRADerivedAttributes feature is disabled")
+    return tuple(out)
 
 
 def _toleration(raw: Any, where: str) -> Toleration:

@@ -107,9 +107,9 @@ PLACEMENT_NOTES = (
     "so \"fits\" holds for that order; pods arriving in another order can fragment nodes differently",
     "devices and nodes are taken in a fixed documented order; the real scheduler may pick a different but "
     "equivalent device or node",
-    "not modelled, so answers involving them could differ from the scheduler's: list-typed and derived attributes, "
-    "compatibility groups, per-node pool generations, capacity requests that overflow "
-    "int64 (README: Where gpuc's allocator differs from the scheduler)",
+    "gpuc allocates with the DRA feature gates the cluster's Kubernetes minor turns on by default; alpha gates a "
+    "cluster turns on itself (list-typed and derived attributes, compatibility groups, optional node operations) "
+    "change the scheduler's answers (README: Where gpuc's allocator differs from the scheduler)",
 )
 
 

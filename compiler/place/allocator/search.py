@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...cel import AttrList, CelEvaluationError
 from ...facts.platform import dra_limits
 from ..inventory import Device
-from ..inventory.capacity import Consumption, consumption, fits
+from ..inventory.capacity import CapacityError, Consumption, consumption, fits
 from .candidates import DeviceIndex
 from .pods import PodClaim
 from .requests import ALL, Constraint, Option
@@ -33,20 +34,43 @@ def typed_value(value: Any) -> tuple:
     return (value.__class__, value if value.__class__ in (bool, int, str) else str(value))
 
 
+def typed_set(value: Any) -> frozenset | None:
+    """A value as the set of its typed elements, as the allocator compares them with DRAListTypeAttributes on: a
+    scalar is a one-element set; an empty list has no known type (None), as upstream's attributeAsSet."""
+    if value.__class__ is AttrList:
+        return frozenset(typed_value(v) for v in value.items) or None
+    return frozenset((typed_value(value),))
+
+
+_UNTYPED = object()  # a list value with DRAListTypeAttributes off: equal to nothing, itself included
+
+
 class _Match:
-    """One matchAttribute (or distinctAttribute) constraint during the search: the values of the devices picked
-    so far for the requests it names, in pick order (a release drops the last)."""
+    """One matchAttribute (or distinctAttribute) constraint during the search, over the devices picked so far for
+    the requests it names, in pick order (a release drops the last). Without DRAListTypeAttributes it keeps their
+    values: match wants all equal, distinct all different, and a list value passes only as a constraint's first
+    device (the allocator checks the first device for the attribute only, then knows no list type). With the gate
+    it keeps sets: match keeps the running intersection of the values (it must stay non-empty; a release restores
+    the previous one), distinct wants each new value disjoint from every earlier one."""
 
-    __slots__ = ("constraint", "values")
+    __slots__ = ("constraint", "lists", "values")
 
-    def __init__(self, constraint: Constraint) -> None:
+    def __init__(self, constraint: Constraint, lists: bool) -> None:
         self.constraint = constraint
-        self.values: list[tuple] = []
+        self.lists = lists
+        self.values: list = []
 
-    def add(self, device: Device) -> bool:
-        value = device.attribute(self.constraint.attribute)
+    def add(self, value: Any) -> bool:
+        """Whether a device whose value of the attribute is `value` (None: it has none) may join."""
         if value is None:
             return False
+        if self.lists:
+            return self._add_set(typed_set(value))
+        if value.__class__ is AttrList:
+            if self.values:
+                return False
+            self.values.append(_UNTYPED)
+            return True
         typed = typed_value(value)
         if self.constraint.distinct:
             if typed in self.values:
@@ -54,6 +78,21 @@ class _Match:
         elif self.values and typed != self.values[0]:
             return False
         self.values.append(typed)
+        return True
+
+    def _add_set(self, values: frozenset | None) -> bool:
+        if self.constraint.distinct:
+            if self.values and (values is None or any(values & earlier for earlier in self.values)):
+                return False
+            self.values.append(values or frozenset())  # upstream takes a first device of any value unchecked
+            return True
+        if values is None:
+            return False
+        if self.values:
+            values = self.values[-1] & values
+            if not values:
+                return False
+        self.values.append(values)
         return True
 
     def remove(self) -> None:
@@ -73,9 +112,11 @@ class _Search:
         self.consuming: dict[int, Consumption] = {}  # device -> capacity this call's picks consume of it (multi devices)
         self.claim_taking: set[tuple[int, int]] = set()  # (claim, device)
         self.counter_use: dict[tuple[tuple[str, str], str, str], Any] = {}  # (pool, set, counter) -> used by this call
+        self.group_use: dict[tuple[tuple[str, str], str], list[frozenset[str]]] = {}  # (pool, set) -> groups this call drew
         self.invalid = index.invalid_devices
         self.picked: list[list[DeviceResult]] = [[] for _ in claims]
-        self.matches = [[_Match(c) for c in claim.spec.constraints] for claim in claims]  # type: ignore[union-attr]
+        lists = index.features.on("DRAListTypeAttributes")
+        self.matches = [[_Match(c, lists) for c in claim.spec.constraints] for claim in claims]  # type: ignore[union-attr]
 
     def run(self) -> list[ClaimResult] | None:
         if not self._step(0):
@@ -107,12 +148,20 @@ class _Search:
         """Consumable capacity: a device that allows multiple allocations holds the request while its
         capacities last; any other device must be free and large enough for every amount requested."""
         device = self.devices[d]
-        taken = consumption(device, option.capacity)
+        taken = self._consumption(option, d)
         if taken is None:
             return False
         if not device.multi:
             return not self.state.in_use[d] and d not in self.taking
         return fits(device, taken, self.state.consumed.get(d), self.consuming.get(d))
+
+    def _consumption(self, option: Option, d: int) -> Consumption | None:
+        try:
+            return consumption(self.devices[d], option.capacity)
+        except CapacityError as exc:
+            raise AllocationError(f"request '{option.name}': checking capacity for device {self.index.describe(d)}: {exc}; "
+                                  "the scheduler aborts the pod's scheduling on it: request a positive amount the "
+                                  "device's requestPolicy can round within int64") from None
 
     def _exact(self, ci: int, option: Option, remaining: int, start: int, k: int) -> bool:
         if remaining == 0:
@@ -136,7 +185,7 @@ class _Search:
         return False
 
     def _invalid_pool(self, option: Option, d: int) -> str:
-        pool = self.index.inventory.pools[self.index.inventory.pool_of(self.devices[d])]
+        pool = self.index.inventory.states()[self.index.inventory.pool_key(self.devices[d])]
         return (f"request '{option.name}' reached resource pool {pool.driver}/{pool.name}, which is invalid: device "
                 f"'{pool.duplicate}' is published in more than one of its slices, and the scheduler fails the pod when "
                 "its search reaches an invalid pool; the driver must publish each device once (re-export the slices "
@@ -150,7 +199,7 @@ class _Search:
                                       f"{pool.driver}/{pool.name} is {state}")
         candidates = self.index.candidates(option, self.node)
         if option.capacity:  # All with capacity requests: devices without enough of the capacity are left out
-            candidates = [d for d in candidates if consumption(self.devices[d], option.capacity) is not None]
+            candidates = [d for d in candidates if self._consumption(option, d) is not None]
         if not candidates or len(self.picked[ci]) + len(candidates) + self.after[k] > self.limit:
             return False
         errors = self.index.match(option).errors
@@ -185,7 +234,7 @@ class _Search:
         for m in self.matches[ci]:
             if not m.constraint.applies(option.name):
                 continue
-            if not m.add(device):
+            if not m.add(self._attribute(option, d, m.constraint.attribute)):
                 for earlier in added:
                     earlier.remove()
                 if counted:
@@ -197,13 +246,24 @@ class _Search:
             added.append(m)
         self.taking[d] = self.taking.get(d, 0) + 1
         self.claim_taking.add((ci, d))
-        taken = consumption(device, option.capacity) if device.multi else None
+        taken = self._consumption(option, d) if device.multi else None
         if taken:
             mine = self.consuming.setdefault(d, {})
             for key, amount in taken.items():
                 mine[key] = mine.get(key, 0) + amount
         self.picked[ci].append(DeviceResult(option.name, d, option.admin_access, taken, bool(option.capacity)))
         return True
+
+    def _attribute(self, option: Option, d: int, name: str) -> Any:
+        """The device's value of attribute `name` as the option's constraints see it: a derived attribute of the
+        option (DRADerivedAttributes) of that name, evaluated now, else the device's own."""
+        for derived, expression in option.derived:
+            if derived == name:
+                try:
+                    return self.index.derived(name, expression, d)
+                except CelEvaluationError as exc:
+                    raise AllocationError(str(exc)) from None
+        return self.devices[d].attribute(name)
 
     def _release(self, ci: int, option: Option, d: int) -> None:
         device = self.devices[d]
@@ -230,6 +290,8 @@ class _Search:
         not only the device's own (an allocated state that already overdraws one blocks them all). A set or
         counter the pool does not define limits nothing, as there (the slices loader warns about it)."""
         pool = self.index.inventory.pool_of(device)
+        if self.index.grouping and not self._compatible(device, pool):
+            return False
         left = self.state.counters(pool)
         use = self.counter_use
         for key, amount in _uses(device, pool, left):
@@ -245,6 +307,24 @@ class _Search:
         pool = self.index.inventory.pool_of(device)
         for key, amount in _uses(device, pool, self.state.counters(pool)):
             self.counter_use[key] -= amount
+        if self.index.grouping:
+            for u in device.consumes:
+                if u.groups:
+                    self.group_use[(pool, u.counter_set)].remove(frozenset(u.groups))
+
+    def _compatible(self, device: Device, pool: tuple[str, str]) -> bool:
+        """DRADeviceCompatibilityGroups: each counter set the device draws from with declared groups shares a group
+        with every device already drawing from it with groups (allocated before, or picked by this call), and then
+        holds the device's groups. A draw without groups constrains nothing and is not constrained (no table case
+        of k8s.io/dynamic-resource-allocation v0.37.2 decides it: gpuc's reading)."""
+        uses = [((pool, u.counter_set), frozenset(u.groups)) for u in device.consumes if u.groups]
+        for key, mine in uses:
+            if any(not mine & other for other in self.state.groups.get(key, ())) or \
+                    any(not mine & other for other in self.group_use.get(key, ())):
+                return False
+        for key, mine in uses:
+            self.group_use.setdefault(key, []).append(mine)
+        return True
 
 
 def _uses(device: Device, pool: tuple[str, str], left: dict) -> list[tuple[tuple[tuple[str, str], str, str], Any]]:

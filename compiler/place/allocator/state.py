@@ -42,6 +42,8 @@ class AllocationState:
         self.holders: dict[int, str] = {}  # device -> the claim already in the cluster that holds it
         self.placed: dict[int, str] = {}  # device -> the workload (ns/name) whose pod this plan gave it first
         self._counters: dict[tuple[str, str], dict[str, dict[str, int | Fraction]]] = {}
+        # (pool, counter set) -> the compatibility groups of each allocated device drawing from it (declared only)
+        self.groups: dict[tuple[tuple[str, str], str], list[frozenset[str]]] = {}
         # Devices not in use, per node they are bound to (None: node-independent slices), any driver: a node
         # with fewer than a pod needs is skipped without a search.
         self._free: dict[str | None, int] = {}
@@ -89,6 +91,11 @@ class AllocationState:
         dedicated allocation (the scheduler's allocated devices): nobody may share it then. Counters are
         charged by the first allocation of a device only."""
         device = self.inventory.devices[index]
+        for alias in self.inventory.aliases.get(index, ()):  # the same device in another node's view of its pool
+            self.held[alias] = 1
+            if not (device.multi and taken is not None) and not self.in_use[alias]:
+                self.in_use[alias] = 1
+                self._free[self._node(self.inventory.devices[alias])] -= 1
         first = not self.held[index]
         self.held[index] = 1
         if device.multi and taken is not None:  # others may still get it while its capacity lasts
@@ -103,6 +110,8 @@ class AllocationState:
             return
         pool = self.inventory.pool_of(device) if device.consumes else None
         for use in device.consumes:
+            if use.groups:
+                self.groups.setdefault((pool, use.counter_set), []).append(frozenset(use.groups))  # type: ignore[arg-type]
             left = self.counters(pool).get(use.counter_set)  # type: ignore[arg-type]
             for name, quantity in use.counters:
                 if left is not None and name in left:  # counters no set defines limit nothing

@@ -7,6 +7,9 @@ all of it when there is no policy. A device that allows multiple allocations hol
 of what they consume stays within each capacity; any other device is a filter: every amount requested
 must fit its capacity, and the claim takes it whole. Requests name capacities without a domain for the
 device's driver.
+
+The scheduler computes in int64: a negative amount, or a rounding by a range's step of an amount above
+int64 or to one above it, is an error that aborts the pod's scheduling (CapacityError), not "does not fit".
 """
 
 from __future__ import annotations
@@ -18,6 +21,11 @@ from .model import Device, RequestPolicy
 
 Amount = int | Fraction
 Consumption = dict[tuple[str, str], Amount]  # (domain, capacity name) -> amount
+MAX_INT64 = 2**63 - 1
+
+
+class CapacityError(ValueError):
+    """A capacity request the scheduler cannot compute with (k8s.io/dynamic-resource-allocation v0.37.2 aborts)."""
 
 
 def requested(device: Device, requests: tuple[tuple[str, Quantity], ...]) -> dict[tuple[str, str], Amount] | None:
@@ -32,15 +40,22 @@ def requested(device: Device, requests: tuple[tuple[str, Quantity], ...]) -> dic
     return out
 
 
-def _rounded(amount: Amount, policy: RequestPolicy) -> Amount:
+def _rounded(name: str, amount: Amount, policy: RequestPolicy) -> Amount:
     if policy.minimum is not None:
         low = policy.minimum.value
         if amount < low:
             return low
         if policy.step is not None and policy.step.value:
+            if amount > MAX_INT64:
+                raise CapacityError(f'capacity "{name}": capacity request cannot be represented in the device\'s range '
+                                    f"arithmetic: request {amount} exceeds MaxInt64")
             step = policy.step.value
             steps = -((low - amount) // step)  # ceil((amount - low) / step)
-            return low + steps * step
+            rounded = low + steps * step
+            if rounded > MAX_INT64:
+                raise CapacityError(f'capacity "{name}": capacity request cannot be represented in the device\'s range '
+                                    f"arithmetic: rounding request {amount} up to the next step passes MaxInt64")
+            return rounded
         return amount
     for value in policy.valid_values:
         if amount <= value.value:
@@ -62,10 +77,14 @@ def _violates(amount: Amount, policy: RequestPolicy) -> bool:
 
 def consumption(device: Device, requests: tuple[tuple[str, Quantity], ...]) -> Consumption | None:
     """What one allocation of `device` for a request with these capacity requests takes, or None when the
-    request cannot be satisfied by it (a capacity it lacks, or an amount the policy refuses)."""
+    request cannot be satisfied by it (a capacity it lacks, or an amount the policy refuses); CapacityError
+    when the scheduler could not compute it."""
     asked = requested(device, requests)
     if asked is None:
         return None
+    for (_, name), amount in asked.items():
+        if amount < 0:
+            raise CapacityError(f'capacity "{name}": capacity value is negative')
     if not device.multi:
         for (domain, name), amount in asked.items():
             if amount > device.capacity[domain][name].value:
@@ -81,7 +100,7 @@ def consumption(device: Device, requests: tuple[tuple[str, Quantity], ...]) -> C
             if wanted is None:
                 taken = policy.default.value if policy is not None and policy.default is not None else total.value
             else:
-                taken = _rounded(wanted, policy) if policy is not None else wanted
+                taken = _rounded(name, wanted, policy) if policy is not None else wanted
             if policy is not None and _violates(taken, policy):
                 return None
             if taken > total.value:
@@ -99,4 +118,4 @@ def fits(device: Device, taken: Consumption, *already: Consumption | None) -> bo
     return True
 
 
-__all__ = ["Consumption", "RequestPolicy", "consumption", "fits", "requested"]
+__all__ = ["CapacityError", "Consumption", "RequestPolicy", "consumption", "fits", "requested"]

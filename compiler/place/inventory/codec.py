@@ -1,7 +1,8 @@
 """The ResourceSlice wire format of each resource.k8s.io version, in both directions.
 
 v1beta1 nests a device's fields under `basic`; v1beta2 and v1 put them on the device. Attribute
-values are one-of {string, int, bool, version}; capacities and counters are {value: Quantity}.
+values are one-of {string, int, bool, version} or, with DRAListTypeAttributes, a list of one of those
+{ints, bools, strings, versions}; capacities and counters are {value: Quantity}.
 Names of the driver's own domain are written without it, as the NVIDIA driver publishes them.
 """
 
@@ -9,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...cel import Quantity, Semver
+from ...cel import AttrList, Quantity, Semver
+from ...cel.attrlist import LIST_KINDS
 from .model import AttrValue, CounterUse, Device, RequestPolicy, ResourceSlice
 
 NESTED_DEVICE_APIS = ("resource.k8s.io/v1beta1",)
@@ -27,6 +29,8 @@ def unqualify(domain: str, ident: str, driver: str) -> str:
 
 
 def encode_attribute(value: AttrValue) -> dict[str, Any]:
+    if isinstance(value, AttrList):
+        return {value.kind: [str(v) if isinstance(v, Semver) else v for v in value.items]}
     if isinstance(value, bool):
         return {"bool": value}
     if isinstance(value, int):
@@ -37,10 +41,19 @@ def encode_attribute(value: AttrValue) -> dict[str, Any]:
 
 
 def decode_attribute(raw: Any) -> AttrValue:
-    """{string: x} | {int: n} | {bool: b} | {version: v}; ValueError says what is wrong."""
+    """{string: x} | {int: n} | {bool: b} | {version: v}, or a list of one kind ({ints: [...]}, ...);
+    ValueError says what is wrong."""
     if not isinstance(raw, dict) or len(raw) != 1:
-        raise ValueError(f"an attribute value is a map with exactly one of {', '.join(ATTRIBUTE_TYPES)}")
+        raise ValueError(f"an attribute value is a map with exactly one of {', '.join(ATTRIBUTE_TYPES + tuple(LIST_KINDS))}")
     (kind, value), = raw.items()
+    if kind in LIST_KINDS:
+        if not isinstance(value, list):
+            raise ValueError(f"attribute of type {kind} has a {type(value).__name__} value {value!r}, not a list")
+        return AttrList(kind, tuple(_scalar(LIST_KINDS[kind], v, f"an element of {kind}") for v in value))
+    return _scalar(kind, value, f"attribute of type {kind}")
+
+
+def _scalar(kind: str, value: Any, what: str) -> AttrValue:
     if kind == "string" and isinstance(value, str):
         return value
     if kind == "int" and isinstance(value, int) and not isinstance(value, bool):
@@ -50,8 +63,8 @@ def decode_attribute(raw: Any) -> AttrValue:
     if kind == "version" and isinstance(value, str):
         return Semver.parse(value)
     if kind not in ATTRIBUTE_TYPES:
-        raise ValueError(f"unknown attribute type '{kind}' (one of {', '.join(ATTRIBUTE_TYPES)})")
-    raise ValueError(f"attribute of type {kind} has a {type(value).__name__} value {value!r}")
+        raise ValueError(f"unknown attribute type '{kind}' (one of {', '.join(ATTRIBUTE_TYPES + tuple(LIST_KINDS))})")
+    raise ValueError(f"{what} has a {type(value).__name__} value {value!r}")
 
 
 def _counters(counters: dict[str, Quantity] | tuple[tuple[str, Quantity], ...]) -> dict[str, Any]:
@@ -73,7 +86,8 @@ def encode_device(device: Device, nested: bool) -> dict[str, Any]:
     if device.multi:
         body["allowMultipleAllocations"] = True
     if device.consumes:
-        body["consumesCounters"] = [{"counterSet": c.counter_set, "counters": _counters(c.counters)} for c in device.consumes]
+        body["consumesCounters"] = [{"counterSet": c.counter_set, "counters": _counters(c.counters),
+                                     **({"compatibilityGroups": list(c.groups)} if c.groups else {})} for c in device.consumes]
     if device.node_name:
         body["nodeName"] = device.node_name
     if device.all_nodes:
@@ -112,13 +126,15 @@ def encode_slice(s: ResourceSlice, api_version: str, metadata: dict[str, Any]) -
     nested = api_version in NESTED_DEVICE_APIS
     if s.devices or not s.shared_counters:  # 1.35 allows only one of devices and sharedCounters in a slice
         spec["devices"] = [encode_device(d, nested) for d in s.devices]
+    if s.skip_node_operations:
+        spec["skipNodeOperations"] = list(s.skip_node_operations)
     if s.shared_counters:
         spec["sharedCounters"] = [{"name": n, "counters": _counters(c)} for n, c in s.shared_counters.items()]
     return {"apiVersion": api_version, "kind": "ResourceSlice", "metadata": {"name": s.name, **metadata}, "spec": spec}
 
 
-def counter_use(counter_set: str, counters: dict[str, Quantity]) -> CounterUse:
-    return CounterUse(counter_set, tuple(counters.items()))
+def counter_use(counter_set: str, counters: dict[str, Quantity], groups: tuple[str, ...] = ()) -> CounterUse:
+    return CounterUse(counter_set, tuple(counters.items()), groups)
 
 
 def inventory_list(inventory: Any, annotations: dict[str, str] | None = None) -> dict[str, Any]:

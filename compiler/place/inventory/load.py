@@ -15,9 +15,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ...cel import Quantity, QuantityError, SemverError
+from ...cel import AttrList, Quantity, QuantityError, SemverError
 from ...diagnostics import Diagnostic, InputError
 from ...facts.driver import gpu_driver
+from ...facts.platform import dra_gates
 from ...load.state import ClusterState, StateObject, read_state
 from ...validate.resolved import ResolvedCluster
 from ...validate.types import DNS_LABEL
@@ -35,8 +36,11 @@ Location = tuple[StateObject, tuple]  # (the slice, field path inside it)
 class _Reader:
     """Walks plain values, collecting every problem with where it is."""
 
-    def __init__(self) -> None:
+    def __init__(self, minor: int | None = None) -> None:
         self.problems: list[tuple[Location, str, str]] = []
+        # list-typed attributes are refused on a cluster whose DRAListTypeAttributes gate is off (None: no cluster,
+        # read them as the scheduler's allocator does whatever its gates)
+        self.lists_off = minor if minor is not None and not dra_gates()["DRAListTypeAttributes"].on_by_default(minor) else None
 
     def fail(self, where: Location, message: str, hint: str = "") -> None:
         self.problems.append((where, message, hint))
@@ -89,8 +93,11 @@ def _consumes(reader: _Reader, raw: list, where: Location) -> tuple[CounterUse, 
             continue
         name = reader.get(entry, "counterSet", here, str)
         counters = _counters(reader, entry.get("counters"), (here[0], here[1] + ("counters",)))
-        if name:
-            out.append(counter_use(name, counters))
+        groups = reader.get(entry, "compatibilityGroups", here, list, required=False) or []
+        if not all(isinstance(g, str) and g for g in groups):
+            reader.fail((here[0], here[1] + ("compatibilityGroups",)), "compatibility groups are non-empty strings")
+        elif name:
+            out.append(counter_use(name, counters, tuple(groups)))
     return tuple(out)
 
 
@@ -115,9 +122,15 @@ def _device(reader: _Reader, raw: Any, where: Location, driver: str, api: str) -
     for key, value in (reader.get(body, "attributes", (doc, base), dict, required=False) or {}).items():
         try:
             domain, ident = qualify(str(key), driver)
-            attributes.setdefault(domain, {})[ident] = decode_attribute(value)
+            attributes.setdefault(domain, {})[ident] = decoded = decode_attribute(value)
         except (ValueError, SemverError) as exc:
             reader.fail((doc, base + ("attributes", key)), str(exc))
+            continue
+        if isinstance(decoded, AttrList) and reader.lists_off is not None:
+            reader.fail((doc, base + ("attributes", key)), f"a list-typed attribute ({decoded.kind}) needs the "
+                        f"DRAListTypeAttributes feature gate, off by default on Kubernetes 1.{reader.lists_off}",
+                        "the DRA driver and the cluster must agree on the gate: turn the driver's DRAListTypeAttributes "
+                        "gate off (it then publishes single values), or target a cluster version whose gate is on")
     capacity: dict[str, dict[str, Quantity]] = {}
     policies: dict[str, dict[str, RequestPolicy]] = {}
     for key, value in (reader.get(body, "capacity", (doc, base), dict, required=False) or {}).items():
@@ -231,11 +244,14 @@ def _slice(reader: _Reader, obj: StateObject) -> ResourceSlice | None:
     if None in (name, driver, pool_name, generation, count):
         return None
     node_selector = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), dict) else None
+    skip = reader.get(spec, "skipNodeOperations", here, list, required=False) or []
+    if not all(isinstance(op, str) and op for op in skip):
+        reader.fail((doc, here[1] + ("skipNodeOperations",)), "node operations are non-empty strings (\"*\", NodePrepareResources, ...)")
     return ResourceSlice(name, driver, pool_name, generation, count, devices,
                          node_name=spec.get("nodeName") if isinstance(spec.get("nodeName"), str) else None,
                          all_nodes=spec.get("allNodes") is True, node_selector=node_selector,
                          per_device_node_selection=spec.get("perDeviceNodeSelection") is True,
-                         shared_counters=shared)
+                         shared_counters=shared, skip_node_operations=tuple(str(op) for op in skip))
 
 
 def node_pool(name: str, cluster: ResolvedCluster, products: set[str]) -> str | None:
@@ -279,7 +295,8 @@ Locate = Callable[..., Diagnostic]  # (slice, message, hint, path inside the sli
 def _pool_warnings(inventory: Inventory, slices: list[ResourceSlice], locate: Locate) -> list[Diagnostic]:
     first: dict[tuple[str, str], ResourceSlice] = {}
     for s in inventory.slices:  # the current generation: a stale slice is not where the pool's state shows
-        first.setdefault((s.driver, s.pool), s)
+        if s.generation == inventory.pools[(s.driver, s.pool)].generation:
+            first.setdefault((s.driver, s.pool), s)
     out = []
     stale = [s for s in slices if s.generation < inventory.pools[(s.driver, s.pool)].generation]
     for key, pool in inventory.pools.items():
@@ -294,8 +311,15 @@ def _pool_warnings(inventory: Inventory, slices: list[ResourceSlice], locate: Lo
                                  "more than one of its slices", "the scheduler refuses to allocate from an invalid pool"))
     out.extend(_undefined_counter_sets(inventory, locate))
     for s in stale:
+        newer = inventory.pools[(s.driver, s.pool)].generation
+        if s.node_name is not None and (s.driver, s.pool, s.node_name) in inventory.views:
+            out.append(locate(s, f"slice {s.name} belongs to generation {s.generation} of pool {s.driver}/{s.pool}, which "
+                                 f"is complete on node {s.node_name} while generation {newer} is on other nodes",
+                              "the scheduler still allocates its devices on that node until the driver deletes the old "
+                              "slices, as gpuc does"))
+            continue
         out.append(locate(s, f"slice {s.name} belongs to generation {s.generation} of pool {s.driver}/{s.pool}; "
-                             f"generation {inventory.pools[(s.driver, s.pool)].generation} replaces it", "ignored, as the scheduler does"))
+                             f"generation {newer} replaces it", "ignored, as the scheduler does"))
     return out
 
 
@@ -326,7 +350,7 @@ def load_slices(source: str | Path | ClusterState, cluster: ResolvedCluster,
     """The inventory the ResourceSlices of a cluster state describe (an export file, or a state already
     read); InputError (exit 2) on malformed slices or a state without any."""
     state = source if isinstance(source, ClusterState) else read_state([str(source)], "--slices")
-    reader = _Reader()
+    reader = _Reader(cluster.api.minor)
     objects = state.of(GROUP, "ResourceSlice")
     located: list[tuple[StateObject, ResourceSlice]] = []
     for obj in objects:
