@@ -440,3 +440,21 @@ def test_reserved_namespaces_get_no_namespace_object(fleet):
     compiled = compile_single(fleet(workloads={"w.yaml": [plain, system, own]}))
     assert [o["metadata"]["name"] for o in objects_of(compiled, "Namespace")] == ["team"]
     assert {o["metadata"]["namespace"] for o in objects_of(compiled, "ResourceClaimTemplate")} == {"default", "kube-system", "team"}
+
+
+def test_nim_names_leave_room_for_the_names_the_nim_operator_derives(fleet):
+    """The operator names a NIMService's container '<name>-ctr' and a NIMCache's Job '<name>-job' (DNS labels, 63 at
+    most) and validates no length: a longer name is accepted and never runs. A 59-character workload fits, its
+    hash-named cache included; a 60-character one is refused at its name."""
+    def nim(name: str) -> dict:
+        return workload_doc(name, "nim", model=nim_model("8B"), secrets=NIM_SECRETS, gpu={"count": 1})
+
+    longest = "n" * 59
+    compiled = compile_single(fleet(clusters=[cluster_doc("c1")], workloads={"w.yaml": [nim(longest)]}))
+    cache = objects_of(compiled, "NIMCache")[0]["metadata"]["name"]
+    assert len(cache) <= 59 and cache.startswith("n" * 50) and len(cache + "-job") <= 63
+    assert len(objects_of(compiled, "NIMService")[0]["metadata"]["name"] + "-ctr") <= 63
+    err = render_rejected(fleet(clusters=[cluster_doc("c1")], workloads={"w.yaml": [nim("n" * 60)]}),
+                          "w.yaml:", "error: metadata.name: '" + "n" * 60 + "' is 60 characters",
+                          "shorten metadata.name to at most 59 characters")
+    assert err.count(": error:") == 1

@@ -189,6 +189,11 @@ def nim_operator() -> dict:
     return load_table("operators")["nimOperator"]
 
 
+def nim_name_limit(kind: str) -> int:
+    """The longest name a NIM Operator object of `kind` may have: 63 less the suffix the operator derives a name with."""
+    return 63 - len(nim_operator()["derivedNameSuffixes"][kind])
+
+
 def version_tuple(version: str) -> tuple[int, ...]:
     """Lenient numeric tuple of a version string ("v3.1.2" -> (3, 1, 2)) for ordering only."""
     return tuple(int(x) for x in re.findall(r"\d+", version.split("-")[0])[:3])

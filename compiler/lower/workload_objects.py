@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from ..facts.driver import config_api_version
-from ..facts.platform import admin_access_label, gpu_operator, nim_operator
+from ..facts.platform import admin_access_label, gpu_operator, nim_name_limit, nim_operator
 from ..load.yaml_source import SourceDoc
 from ..plan import WorkloadPlan
 from ..validate.documents import Intent
@@ -97,7 +97,8 @@ def nim_objects(plan: WorkloadPlan, claim: ClaimRef | None, compute_domain_name:
     # Named after what it caches (the model puller, which the NIM Operator's CRD makes immutable, the model and the
     # volume): a new image is a new NIMCache beside the old one, which the NIMService moves to, never an update the
     # operator refuses or a delete under a running NIMService. Tolerations stay out: they change in place.
-    cache_name = hashed_name(plan.name, {"source": cache_spec["source"], "storage": cache_spec["storage"]})
+    cache_name = hashed_name(plan.name, {"source": cache_spec["source"], "storage": cache_spec["storage"]},
+                             max_length=nim_name_limit("NIMCache"))  # its caching Job is '<name>-job
     cache = make_object(api, "NIMCache", cache_name, namespace=plan.namespace, wave=Wave.NIM_CACHE, component=component,
                         origin=plan.intent.source, labels=labels, annotations={SYNC_OPTIONS: MISSING_CRD_OK},
                         body={"spec": cache_spec}, sources=cache_sources, identity=plan.name)

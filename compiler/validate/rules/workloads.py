@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...diagnostics import Findings, did_you_mean, one_of
 from ...facts.driver import builtin_device_classes
 from ...facts.mig import fit_on_model
-from ...facts.platform import nim_operator, version_tuple
+from ...facts.platform import nim_name_limit, nim_operator, version_tuple
 from ..documents import Fleet, Intent, target_clusters
 from ..intents import GpuWorkload
 from ..resolved import ResolvedCluster, channel_only
@@ -153,6 +153,12 @@ def _check_model(w: Intent[GpuWorkload], findings: Findings) -> None:
     spec = w.model.spec
     if spec.model is None:
         return
+    limit = nim_name_limit("NIMService")
+    name = w.model.metadata.name
+    if len(name) > limit:
+        findings.add(w.error(("metadata", "name"), f"'{name}' is {len(name)} characters: a model's NIMService takes the "
+                             f"workload's name, and the NIM Operator names its container '<name>-ctr', which must fit 63",
+                             f"shorten metadata.name to at most {limit} characters"))
     image = spec.model.image
     last = image.rsplit("/", 1)[-1]
     if ":" not in last or last.endswith(":") or "@" in image:
