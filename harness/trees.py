@@ -13,6 +13,7 @@ import yaml
 from .kube import Kube, Rejection, missing
 
 NOT_OBJECTS = {"kustomization.yaml", "node-labels.yaml"}
+SCALARS = {"string": str, "boolean": bool, "integer": int}  # OpenAPI scalar type -> the YAML value's type
 
 
 def tree_objects(cluster_dir: Path) -> list[tuple[str, dict[str, Any]]]:
@@ -60,9 +61,8 @@ def _chart_sections(values: dict[str, Any], spec_schema: dict[str, Any]) -> dict
         given = values.get(name)
         if isinstance(given, dict) and section.get("type") == "object":
             known = section.get("properties") or {}
-            scalars = {k: v for k, v in given.items() if k in known and isinstance(v, (str, bool, int)) and v != ""
-                       and known[k].get("type") in ("string", "boolean", "integer")
-                       and isinstance(v, {"string": str, "boolean": bool, "integer": int}[known[k]["type"]])}
+            scalars = {k: v for k, v in given.items()
+                       if k in known and v != "" and type(v) is SCALARS.get(known[k].get("type"))}
             if scalars:
                 out[name] = scalars
     return out

@@ -22,11 +22,6 @@ from .tolerations import tolerations
 IMMUTABLE_FIELDS = "gpuc.dev/immutable-fields"
 
 
-def _immutable_fields(kind: str) -> dict[str, str]:
-    """A kept-name object's fields replaced on change, named for Argo CD users, who must delete it before the sync."""
-    return {IMMUTABLE_FIELDS: ",".join(r.path for r in replacements_of(kind)), SYNC_OPTIONS: MISSING_CRD_OK}
-
-
 def lower_device_class(cluster: ResolvedCluster, cls: Intent[GpuDeviceClass]) -> KubeObject:
     spec = cls.model.spec
     expressions = [sel.driver_and_type("mig" if spec.mig else "gpu")]
@@ -133,7 +128,8 @@ def nim_objects(plan: WorkloadPlan, claim: ClaimRef | None, compute_domain_name:
             spec["multiNode"]["computeDomain"] = {"create": False, "name": compute_domain_name}
     service = make_object(api, "NIMService", plan.name, namespace=plan.namespace, wave=Wave.NIM_SERVICE,
                           component=component, origin=plan.intent.source, labels=labels,
-                          annotations=_immutable_fields("NIMService"),
+                          annotations={IMMUTABLE_FIELDS: ",".join(r.path for r in replacements_of("NIMService")),
+                                       SYNC_OPTIONS: MISSING_CRD_OK},
                           body={"spec": spec}, sources=SERVICE_SOURCES)
     return [cache, service]
 

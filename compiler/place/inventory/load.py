@@ -11,7 +11,7 @@ file, line and field.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -84,13 +84,19 @@ def _counters(reader: _Reader, raw: Any, where: Location) -> dict[str, Quantity]
     return out
 
 
-def _consumes(reader: _Reader, raw: list, where: Location) -> tuple[CounterUse, ...]:
-    out = []
+def _mappings(reader: _Reader, raw: list, where: Location, refusal: str) -> Iterator[tuple[Location, dict]]:
+    """(location, entry) of each mapping of a list; any other entry is refused at its index with `refusal`."""
     for i, entry in enumerate(raw):
         here = (where[0], where[1] + (i,))
-        if not isinstance(entry, dict):
-            reader.fail(here, "must be a mapping with counterSet and counters")
-            continue
+        if isinstance(entry, dict):
+            yield here, entry
+        else:
+            reader.fail(here, refusal)
+
+
+def _consumes(reader: _Reader, raw: list, where: Location) -> tuple[CounterUse, ...]:
+    out = []
+    for here, entry in _mappings(reader, raw, where, "must be a mapping with counterSet and counters"):
         name = reader.get(entry, "counterSet", here, str)
         counters = _counters(reader, entry.get("counters"), (here[0], here[1] + ("counters",)))
         groups = reader.get(entry, "compatibilityGroups", here, list, required=False) or []
@@ -157,11 +163,7 @@ def _device(reader: _Reader, raw: Any, where: Location, driver: str, api: str) -
 def _taints(reader: _Reader, raw: list, where: Location) -> tuple[tuple[str, str, str], ...]:
     """A device's taints as (key, value, effect); the scheduler only honours them with DRADeviceTaints on."""
     out = []
-    for i, taint in enumerate(raw):
-        here = (where[0], where[1] + (i,))
-        if not isinstance(taint, dict):
-            reader.fail(here, "a taint must be a mapping with key and effect")
-            continue
+    for here, taint in _mappings(reader, raw, where, "a taint must be a mapping with key and effect"):
         key, effect = reader.get(taint, "key", here, str), reader.get(taint, "effect", here, str)
         if key is not None and effect is not None:
             out.append((key, str(taint.get("value") or ""), effect))
