@@ -81,6 +81,12 @@ def cluster_doc(name: str = "c1", kubernetes: str = "1.34", driver: str = "25.12
         doc["spec"]["acknowledge"] = [{"warning": "dra-beta", "reason": "the test cluster turns DRA on"}]
         if driver.split(".")[:2] in (["25", "3"], ["25", "8"]):
             doc["spec"]["acknowledge"].append({"warning": "helm-capabilities", "reason": "the test's Helm is older than 3.19"})
+    op = doc["spec"]["gpuOperator"]
+    if ("acknowledge" not in spec and op.get("mode") in ("helm", "patch")
+            and doc["spec"]["draDriver"].get("nvidiaDriverRoot") == "/run/nvidia/driver"):
+        # the operator's GPU driver beside a ClusterPolicy: test_real_cluster.py tests the warning
+        doc["spec"].setdefault("acknowledge", []).append(
+            {"warning": "driver-upgrade", "reason": "the test's nodes are drained before driver upgrades"})
     if doc["spec"]["draDriver"].get("fabric") == "topologyConfig":
         doc["spec"]["draDriver"].setdefault("values", {}).setdefault("image", dict(FORK_IMAGE))
     return doc

@@ -153,7 +153,7 @@ def test_bad_alternatives_name_the_field(fleet, gpu, fragments):
 # --------------------------------------------------------------------------------------- fractional
 
 @pytest.mark.parametrize("cluster, workloads, fragments, code", [
-    (dict(driver="25.12.0"), [], ["workloads on this cluster use Fractional, which needs driver 0.5"], 2),
+    (dict(driver="25.12.0"), [], ["this cluster uses Fractional, which needs driver 0.5"], 2),
     (dict(kubernetes="1.33", driver="0.5.1"), [], ["Kubernetes 1.33 does not have the DRAConsumableCapacity feature gate"], 2),
     ({}, [workload_doc("mps", "t", gpu={"count": 1, "sharing": "MPS"})], ["spec.gpu.sharing", "does not support MPS sharing"], 2),
     ({}, [], [], 0),

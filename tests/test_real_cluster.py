@@ -264,11 +264,14 @@ def test_explain_shows_the_pods_nodes_and_compute_domain_of_a_multi_node_replica
 
 def test_dynamic_mig_pools_keep_the_mig_manager_off_and_say_what_enables_mig_mode(fleet):
     pools = [{"name": "dyn", "nodes": 1, "gpu": {"model": "H100-80GB", "count": 8}, "mig": {"layout": "dynamic"}},
-             {"name": "static", "nodes": 1, "gpu": {"model": "A100-80GB", "count": 8}, "mig": {"layout": "all-balanced"}}]
+             # on the device plugin: a static DRA MIG pool beside dynamic MIG is refused (test 15)
+             {"name": "static", "nodes": 1, "gpu": {"model": "A100-80GB", "count": 8}, "mig": {"layout": "all-balanced"},
+              "allocation": "devicePlugin"}]
     doc = cluster_doc(kubernetes="1.36", driver="0.5.1", pools=pools)
     compiled = compile_single(fleet(clusters=[doc]))
     facts = gpu_operator()
-    assert compiled.node_labels["dyn"] == {facts["draNodeLabel"]: "true", facts["migManagerDeployLabel"]: "false"}
+    assert compiled.node_labels["dyn"] == {facts["draNodeLabel"]: "true", facts["migManagerDeployLabel"]: "false",
+                                           facts["devicePluginDeployLabel"]: "false"}
     assert compiled.node_labels["static"][facts["migConfigLabel"]] == "all-balanced"  # the MIG Manager partitions it
     config = yaml.safe_load(next(o for o in compiled.objects if o.kind == "ConfigMap").manifest["data"]["config.yaml"])
     assert "all-enabled" not in config["mig-configs"]
@@ -320,23 +323,26 @@ def test_a_fractional_nim_is_capped_to_its_memory(fleet):
     assert env[0] == {"name": "NIM_GPU_MEM_FRACTION", "value": f"{int(100 * 20 * 1024**3 / h100) / 100:.2f}"}
 
 
-# ---------------------------------------------------------------- 12. driver upgrades restart the DRA kubelet plugin
+# ---------------------------------------------------------------- 12. driver upgrades and the DRA kubelet plugin
 
-def test_an_operator_driver_upgrade_evicts_the_kubelet_plugin(fleet):
+def test_the_kubelet_plugin_never_selects_the_label_a_cluster_policy_sweeps(fleet):
+    """GPU Operator v26.7.0 deletes nvidia.com/gpu.deploy.dra-driver from every node outside gpuCluster mode (its
+    labelling pass, proved in tests/real/test_real_gpu_operator.py): a plugin selecting it would leave every node."""
     facts = gpu_operator()
     evict, dra = facts["draDriverDeployLabel"], facts["draNodeLabel"]
-    new = compile_single(fleet(clusters=[cluster_doc(gpuOperator={"version": "v26.7.0"})]))
-    plugin = next(r for r in new.releases if r.component == "dra-driver").values["kubeletPlugin"]
-    assert plugin["nodeSelector"] == {dra: "true", evict: "true"}  # paused by the driver manager, kept on DRA nodes
-    assert new.node_labels["h100"][evict] == "true"
-    assert gpuc("validate", fleet(clusters=[cluster_doc(gpuOperator={"version": "v26.7.0"})])).err == ""
-    old = cluster_doc(gpuOperator={"version": "v25.10.1"})  # driver manager v0.9.1 knows no such label
-    assert evict not in compile_single(fleet(clusters=[old])).node_labels["h100"]
-    result = gpuc("validate", fleet(clusters=[old]))
-    assert "spec.gpuOperator.version: GPU Operator v25.10.1 installs the GPU driver" in result.err
-    assert "upgrade gpuOperator.version to v26.7.0" in result.err
-    host = compile_single(fleet(clusters=[cluster_doc(gpuOperator={"version": "v26.7.0"}, draDriver={"nvidiaDriverRoot": "/"})]))
-    assert evict not in host.node_labels["h100"]  # no operator driver to upgrade
+    for version in ("v25.10.1", "v26.3.0", "v26.7.0"):
+        compiled = compile_single(fleet(clusters=[cluster_doc(gpuOperator={"version": version}, acknowledge=[])]))
+        values = next(r for r in compiled.releases if r.component == "dra-driver").values
+        assert evict not in values.get("kubeletPlugin", {}).get("nodeSelector", {}), version
+        assert evict not in compiled.node_labels["h100"] and compiled.node_labels["h100"][dra] == "true", version
+        result = gpuc("validate", fleet(clusters=[cluster_doc(gpuOperator={"version": version}, acknowledge=[])]))
+        assert "spec.gpuOperator.mode: the GPU Operator installs the GPU driver beside a ClusterPolicy" in result.err, version
+        assert "[driver-upgrade]" in result.err and "drain the DRA nodes before each GPU driver upgrade" in result.err
+    ack = cluster_doc(gpuOperator={"version": "v26.7.0"},
+                      acknowledge=[{"warning": "driver-upgrade", "reason": "drained by the maintenance runbook"}])
+    assert gpuc("validate", fleet(clusters=[ack])).err == ""
+    host = cluster_doc(gpuOperator={"version": "v26.7.0"}, draDriver={"nvidiaDriverRoot": "/"}, acknowledge=[])
+    assert gpuc("validate", fleet(clusters=[host])).err == ""  # no operator driver to upgrade
 
 
 # ---------------------------------------------------------------- 14. a multi-node NIM needs LeaderWorkerSet
@@ -361,3 +367,23 @@ def test_a_multi_node_nim_says_it_needs_leader_worker_set_until_the_cluster_decl
     crds.mkdir()
     (crds / "lws.yaml").write_text(yaml.safe_dump(LWS_CRD))
     assert "LeaderWorkerSet" not in gpuc("validate", root, "--crds", crds).err
+
+
+# ---------------------------------------------------------------- 15. dynamic and static MIG in one cluster
+
+def test_dynamic_mig_beside_a_static_mig_pool_is_refused(fleet):
+    """The DynamicMIG gate is cluster-wide, and a kubelet plugin in that mode destroys at start the MIG devices it did
+    not create (DestroyUnknownMIGDevices): the static pool's layout would be torn down under its pods."""
+    dynamic = {"name": "h100-dyn", "nodes": 1, "gpu": {"model": "H100-80GB", "count": 8}, "mig": {"layout": "dynamic"}}
+    static = {"name": "a100-mig", "nodes": 1, "gpu": {"model": "A100-80GB", "count": 8}, "mig": {"layout": "all-balanced"}}
+    ack = [{"warning": "mig-mode", "reason": "the node image enables MIG mode"},
+           {"warning": "driver-upgrade", "reason": "drained before upgrades"}]
+    mixed = gpuc("validate", fleet(clusters=[cluster_doc(pools=[dynamic, static], acknowledge=ack)]))
+    assert mixed.code == 2, mixed.err
+    assert "spec.nodePools[0].mig.layout: dynamic MIG on pool 'h100-dyn' turns the driver's DynamicMIG gate on" in mixed.err
+    assert "the static layout of pool(s) 'a100-mig'" in mixed.err and "make every DRA MIG pool of the cluster dynamic" in mixed.err
+    both_dynamic = [dynamic, {**static, "mig": {"layout": "dynamic"}}]
+    assert gpuc("validate", fleet(clusters=[cluster_doc(pools=both_dynamic, acknowledge=ack)])).code == 0
+    on_device_plugin = [dynamic, {**static, "allocation": "devicePlugin"}]  # the DRA plugin stays off that pool
+    result = gpuc("validate", fleet(clusters=[cluster_doc(pools=on_device_plugin, acknowledge=ack)]))
+    assert "DynamicMIG gate" not in result.err, result.err

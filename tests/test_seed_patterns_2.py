@@ -120,8 +120,7 @@ def test_pool_labels_go_out_with_gpucs_own(fleet, tmp_path):
     result = gpuc("render", root, "-o", tmp_path / "out")
     assert result.code == 0 and result.err == "", result.err
     labels = yaml.safe_load((tmp_path / "out" / "c1" / "node-labels.yaml").read_text())["h100"]
-    assert labels == {"gke-no-default-nvidia-gpu-device-plugin": "true", "nvidia.com/gpu.deploy.dra-driver": "true",
-                      "nvidia.com/gpu.dra": "true", "team": "ml"}
+    assert labels == {"gke-no-default-nvidia-gpu-device-plugin": "true", "nvidia.com/gpu.dra": "true", "team": "ml"}
     patch = yaml.safe_load((tmp_path / "out" / "c1" / "1-node-gke-a.yaml").read_text())
     assert patch["metadata"]["labels"] == labels
 
@@ -160,6 +159,18 @@ def test_gke_gets_the_quota_that_admits_the_critical_pods(fleet, tmp_path):
     assert {chart["controller"]["priorityClassName"], chart["kubeletPlugin"]["priorityClassName"]} <= set(
         quotas["nvidia-dra-driver-gpu"]["spec"]["scopeSelector"]["matchExpressions"][0]["values"])
     assert gpuc("render", root, "-o", tmp_path / "out").code == 0  # and the ResourceQuota passes the 1.34 schema
+    # Synced by the chart's own Application, not the rendered tree's (a later wave, which would wait for charts
+    # whose pods wait for the quota): tests/real/test_real_argocd.py syncs a GKE-shaped cluster for real.
+    out = tmp_path / "out" / "c1"
+    top = yaml.safe_load((out / "kustomization.yaml").read_text())["resources"]
+    assert not [f for f in top if "resourcequota" in f]
+    for release in ("gpu-operator", "nvidia-dra-driver-gpu"):
+        folder = out / "releases" / release
+        assert yaml.safe_load((folder / "kustomization.yaml").read_text())["resources"] == [
+            f"0-resourcequota-{release}-gpuc-critical-pods.yaml"]
+        app = yaml.safe_load((out / "argocd" / f"c1-{release}.yaml").read_text())
+        assert app["spec"]["sources"][2] == {"repoURL": "https://git.example.com/fleet.git", "targetRevision": "main",
+                                             "path": f"rendered/c1/releases/{release}"}
     for other in ("eks", None):
         assert not objects_of(compile_single(fleet(clusters=[cluster_doc(provider=other, pools=gke_pools())])), "ResourceQuota")
 
@@ -175,6 +186,9 @@ def test_pool_label_mistakes_are_named(fleet):
 
 # ---------------------------------------------------------------------------------- passthrough (vfio)
 
+# The first driver release that publishes vfio devices (25.12.x has the gate but publishes none).
+VFIO_DRIVER = "0.4.1"
+
 VM_POOLS = [{"name": "h100", "nodes": 2, "gpu": {"model": "H100-80GB", "count": 8}},
             {"name": "vm", "nodes": 1, "gpu": {"model": "A100-80GB", "count": 4}, "passthrough": True}]
 H100_ONLY = {"productName": "NVIDIA H100 80GB HBM3"}
@@ -182,7 +196,7 @@ VM = workload_doc("vm1", "vms", replicas=2, gpu={"count": 2, "passthrough": True
 
 
 def test_a_vm_gets_the_vfio_twins_of_the_passthrough_pools_gpus(fleet, tmp_path):
-    root = fleet(clusters=[cluster_doc(pools=VM_POOLS)],
+    root = fleet(clusters=[cluster_doc(driver=VFIO_DRIVER, pools=VM_POOLS)],
                  workloads={"w.yaml": [VM, workload_doc("train", "team", gpu={"count": 8, "require": H100_ONLY})]})
     compiled = compile_single(root)
     spec = only(compiled, "ResourceClaimTemplate", "vms")["spec"]["spec"]["devices"]
@@ -207,26 +221,29 @@ def test_a_vm_gets_the_vfio_twins_of_the_passthrough_pools_gpus(fleet, tmp_path)
 
 def test_ordinary_workloads_stay_off_passthrough_gpus(fleet):
     loose = workload_doc("train", "team", gpu={"count": 1})  # no require: the A100s' regular twins match too
-    result = gpuc("validate", fleet(clusters=[cluster_doc(pools=VM_POOLS)], workloads={"w.yaml": [loose]}))
+    result = gpuc("validate", fleet(clusters=[cluster_doc(driver=VFIO_DRIVER, pools=VM_POOLS)], workloads={"w.yaml": [loose]}))
     assert result.code == 1 and "could also be allocated on passthrough pool(s) 'vm'" in result.err and "narrow gpu.require" in result.err
     same = [VM_POOLS[0], {**VM_POOLS[1], "gpu": {"model": "H100-80GB", "count": 8}}]
-    result = gpuc("validate", fleet(clusters=[cluster_doc(pools=same)], workloads={"w.yaml": [VM]}))
+    result = gpuc("validate", fleet(clusters=[cluster_doc(driver=VFIO_DRIVER, pools=same)], workloads={"w.yaml": [VM]}))
     assert result.code == 2 and "spec.nodePools[1].passthrough" in result.err and "the same GPUs (H100-80GB)" in result.err
 
 
 def test_passthrough_refusals_name_the_field(fleet):
-    old = gpuc("validate", fleet(clusters=[cluster_doc(driver="25.8.1", pools=VM_POOLS)], workloads={"w.yaml": [VM]}))
-    assert old.code == 2 and "Passthrough, which needs driver 25.12 or newer" in old.err
+    for driver in ("25.8.1", "25.12.0"):  # the gate came in 25.12, vfio devices in 0.4.0
+        old = gpuc("validate", fleet(clusters=[cluster_doc(driver=driver, pools=VM_POOLS)], workloads={"w.yaml": [VM]}))
+        assert old.code == 2, old.err
+        assert ("spec.draDriver.version: this cluster uses Passthrough, which needs driver 0.4 or newer (the 25.12 line's "
+                "kubelet plugin publishes no vfio device)") in old.err
     mig = [VM_POOLS[0], {**VM_POOLS[1], "mig": {"layout": "all-balanced"}}]
-    assert "has MIG; the driver hands only GPUs without MIG" in gpuc("validate", fleet(clusters=[cluster_doc(pools=mig)])).err
+    assert "has MIG; the driver hands only GPUs without MIG" in gpuc("validate", fleet(clusters=[cluster_doc(driver=VFIO_DRIVER, pools=mig)])).err
     dynamic = [VM_POOLS[1], {"name": "a30", "nodes": 1, "gpu": {"model": "A30-24GB", "count": 4}, "mig": {"layout": "dynamic"}}]
     assert "refuses feature gates DynamicMIG and PassthroughSupport together" in gpuc(
-        "validate", fleet(clusters=[cluster_doc(pools=dynamic)])).err
+        "validate", fleet(clusters=[cluster_doc(driver=VFIO_DRIVER, pools=dynamic)])).err
     cases = [({"count": 2, "passthrough": True, "require": H100_ONLY}, "spec.gpu.require"),
              ({"count": "auto", "passthrough": True}, "spec.gpu.count"),
              ({"count": 1, "passthrough": True, "sharing": "Shared"}, "spec.gpu.sharing")]
     for gpu, field in cases:
-        result = gpuc("validate", fleet(clusters=[cluster_doc(pools=VM_POOLS)], workloads={"w.yaml": [workload_doc("v", "vms", gpu=gpu)]}))
+        result = gpuc("validate", fleet(clusters=[cluster_doc(driver=VFIO_DRIVER, pools=VM_POOLS)], workloads={"w.yaml": [workload_doc("v", "vms", gpu=gpu)]}))
         assert result.code == 2 and field in result.err and "passthrough" in result.err, (field, result.err)
     nowhere = gpuc("validate", fleet(clusters=[cluster_doc()], workloads={"w.yaml": [VM]}))
     assert nowhere.code == 1 and "not a passthrough pool" in nowhere.err

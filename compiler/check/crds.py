@@ -77,8 +77,13 @@ class CrdCatalog:
 
     by_kind: dict[tuple[str, str], Crd]
     searched: tuple[str, ...]
+    # kinds with several definitions and no version to choose by: an error only for a kind the cluster uses (a
+    # charts folder holds the CRDs of every operator release the fleet pins, and of charts a cluster does not run)
+    ambiguous: dict[tuple[str, str], InputError] = field(default_factory=dict)
 
     def find(self, group: str, kind: str) -> Crd | None:
+        if (group, kind) in self.ambiguous:
+            raise self.ambiguous[(group, kind)]
         return self.by_kind.get((group, kind))
 
 
@@ -122,6 +127,18 @@ def _read_file(path: Path, display: str) -> list[Crd]:
 _cache: dict[tuple, list[Crd]] = {}
 
 
+def _crd_candidate(path: Path, top: Path) -> bool:
+    """Inside an unpacked Helm chart (a folder with Chart.yaml, e.g. the spec.charts directory), only its crds/
+    folder holds plain CRDs: templates/ are Go templates, not YAML, and Helm installs crds/ before them. The NVIDIA
+    charts keep every CRD there (tests/test_chart_crds.py reads the real ones); a chart's templates are skipped."""
+    for parent in path.parents:
+        if (parent / "Chart.yaml").is_file():
+            return path.relative_to(parent).parts[0] == "crds"
+        if parent == top:
+            return True
+    return True
+
+
 def read_crd_dir(directory: Path, display: str, within: Path | None = None) -> list[Crd]:
     """Every CRD under `directory` (recursive, sorted); cached per directory content in this process. A file
     that resolves outside `within` (default: the directory itself; a cluster's spec.crds: the fleet) is refused
@@ -129,7 +146,7 @@ def read_crd_dir(directory: Path, display: str, within: Path | None = None) -> l
     if not directory.is_dir():
         raise InputError([Diagnostic(display, 0, "--crds", f"CRD directory '{directory}' does not exist",
                                      "pass a directory holding the operators' CRD YAML files")])
-    files = sorted((p for p in directory.rglob("*") if p.suffix in YAML_SUFFIXES and p.is_file()),
+    files = sorted((p for p in directory.rglob("*") if p.suffix in YAML_SUFFIXES and p.is_file() and _crd_candidate(p, directory)),
                    key=lambda p: p.relative_to(directory).as_posix())
     limit = (within or directory).resolve()
     escaping = [p for p in files if not p.resolve().is_relative_to(limit)]
@@ -156,7 +173,8 @@ def _in_version_dir(crd: Crd, version: str, exact: bool) -> bool:
     bare = version.removeprefix("v")
     line = _VERSION.match(bare)
     for part in Path(crd.file).parts[:-1]:
-        if part.removeprefix("v") == bare:
+        # v25.12.0/, 25.12.0/, or a chart unpacked as <chart>-<version>/ (gpu-operator-v26.7.0/)
+        if part.removeprefix("v") == bare or part.endswith((f"-{bare}", f"-v{bare}")):
             return True
         if not exact and line is not None:
             if any(m.groups() == line.groups() for m in _VERSION.finditer(part)):
@@ -177,8 +195,9 @@ def build_catalog(layers: list[tuple[str, list[Crd]]], versions: dict[str, str] 
     """Index CRDs; an earlier layer shadows later ones. Different CRDs for one kind inside one layer (a
     tree holding several operator releases) are told apart by `versions` (API group -> the version of
     the operator this cluster runs for it): the CRD under a directory named after that version wins;
-    without one, gpuc cannot know which the cluster runs, and that is an input error."""
+    without one, gpuc cannot know which the cluster runs, and looking that kind up is an input error."""
     by_kind: dict[tuple[str, str], Crd] = {}
+    ambiguous: dict[tuple[str, str], InputError] = {}
     for _, crds in layers:
         level: dict[tuple[str, str], list[list[Crd]]] = {}  # kind -> its distinct definitions -> the files of each
         for crd in crds:
@@ -189,6 +208,8 @@ def build_catalog(layers: list[tuple[str, list[Crd]]], versions: dict[str, str] 
             else:
                 twin.append(crd)
         for key, definitions in level.items():
+            if key in by_kind or key in ambiguous:
+                continue  # an earlier layer's
             found = [copies[0] for copies in definitions]
             if len(definitions) > 1:
                 wanted = (versions or {}).get(key[0])
@@ -196,14 +217,19 @@ def build_catalog(layers: list[tuple[str, list[Crd]]], versions: dict[str, str] 
                 if chosen is None:
                     first, second = found[0], found[1]
                     runs = f" (none under a directory named {wanted})" if wanted else ""
-                    raise InputError([Diagnostic(second.file, 0, second.label,
+                    ambiguous[key] = InputError([Diagnostic(second.file, 0, second.label,
                                                  f"{len(found)} different CRDs define {second.kind}.{second.group}{runs}: "
                                                  f"{first.file} and {second.file}",
-                                                 "point --crds (or spec.crds) at the CRDs of the operator versions this cluster runs, one per "
-                                                 "kind, or keep each release under a directory named after its version (e.g. v25.12.0/)")])
+                                                 ("point --crds (or spec.crds) at the CRDs of the operator versions this cluster runs, one per "
+                                                  "kind, or keep each release under a directory named after its version (e.g. v25.12.0/)")
+                                                 if wanted else
+                                                 ("give the cluster the operator's version (spec.gpuOperator.version, spec.draDriver.version, "
+                                                  "spec.nimOperator.version) so gpuc picks the CRDs of that release's directory, or point "
+                                                  "--crds (or spec.crds) at one release's CRDs"))])
+                    continue
                 found = [chosen]
-            by_kind.setdefault(key, found[0])
-    return CrdCatalog(by_kind, tuple(name for name, _ in layers))
+            by_kind[key] = found[0]
+    return CrdCatalog(by_kind, tuple(name for name, _ in layers), ambiguous)
 
 
 @cache

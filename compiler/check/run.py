@@ -55,5 +55,7 @@ def cluster_catalog(compiled: CompiledCluster, fleet_root: Path, options: CheckO
     spec = compiled.cluster.spec
     versions = {group: version for group, version in (
         ("resource.nvidia.com", spec.dra_driver.version), ("nvidia.com", spec.gpu_operator.version),
+        # Node Feature Discovery's CRDs, as vendored in the GPU Operator chart of that release (charts/node-feature-discovery)
+        ("nfd.k8s-sigs.io", spec.gpu_operator.version),
         ("apps.nvidia.com", spec.nim_operator.version if spec.nim_operator else None)) if version}
     return build_catalog(layers, versions)

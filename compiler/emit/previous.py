@@ -35,7 +35,7 @@ class PreviousTree:
         self.names: set[str] = set()
         self.unchanged: set[str] = set()  # files byte-identical to what is about to be written
         if is_gpuc_output(directory):
-            self.names = {p.name for p in directory.iterdir() if p.suffix == ".yaml"}
+            self.names = {p.relative_to(directory).as_posix() for p in directory.rglob("*.yaml") if p.is_file()}
             self.unchanged = unchanged_files(directory, self.files)
 
     def old_version(self, obj: KubeObject) -> OldVersion:

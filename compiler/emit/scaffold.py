@@ -28,6 +28,9 @@ spec:
     targetRevision: main
     path: rendered/{cluster}
     destination: {{name: {cluster}}}             # the cluster's name in Argo CD
+  acknowledge:                                # warnings this team has decided on, each with its reason
+  - warning: driver-upgrade                   # the GPU Operator upgrades the GPU driver under the DRA kubelet plugin,
+    reason: drain the GPU nodes before every GPU driver upgrade   # which only a drain restarts: make it your runbook
 """
 
 WORKLOAD = """\

@@ -21,7 +21,8 @@ ARGOCD_CM_HEADER = (
 
 
 def object_filename(obj: KubeObject) -> str:
-    return obj.file_name
+    """The object's file, relative to its cluster's folder."""
+    return obj.path
 
 
 def _kustomization(files: list[str]) -> str:
@@ -32,12 +33,13 @@ def _kustomization(files: list[str]) -> str:
 def cluster_files(compiled: CompiledCluster) -> dict[str, str]:
     """Relative path -> file content for one cluster."""
     files: dict[str, str] = {}
-    names = []
+    folders: dict[str, list[str]] = {}  # "" (the cluster's folder) or releases/<name> -> its files, in sync order
     for obj in compiled.sorted_objects():
-        name = object_filename(obj)
-        files[name] = dump_manifest(obj.manifest)
-        names.append(name)
-    files["kustomization.yaml"] = _kustomization(names)
+        files[obj.path] = dump_manifest(obj.manifest)
+        folders.setdefault(obj.path.removesuffix(obj.file_name).rstrip("/"), []).append(obj.file_name)
+    for folder, names in folders.items():
+        files[f"{folder}/kustomization.yaml".lstrip("/")] = _kustomization(names)
+    files.setdefault("kustomization.yaml", _kustomization([]))
     for release in compiled.releases:
         chart = release.chart
         header = (f"{MARKER}\n# Helm values for release {release.name} in namespace {release.namespace}:\n"

@@ -12,7 +12,7 @@ from importlib import resources
 from typing import Any
 
 from ..validate.intents import GitOps
-from .graph import CompiledCluster, HelmRelease, KubeObject, Wave
+from .graph import RELEASES_DIR, CompiledCluster, HelmRelease, KubeObject, Wave
 from .meta import make_object
 
 ARGO_API = "argoproj.io/v1alpha1"
@@ -33,6 +33,7 @@ APPLICATION_SOURCES = {
     **{f"spec.sources[{i}].repoURL": ("spec.charts", "spec.gitops.repoURL", "spec.draDriver.version", "spec.gitops") for i in (0, 1)},
     "spec.sources[0].path": ("spec.charts", "spec.gitops"),
     **{f"spec.sources[{i}].targetRevision": ("spec.draDriver.version", "spec.gitops.targetRevision", "spec.gitops") for i in (0, 1)},
+    "spec.sources[2]": ("spec.provider", "spec.gitops"),
 }
 
 
@@ -93,6 +94,7 @@ def lower_argocd(compiled: CompiledCluster) -> list[KubeObject]:
     ref = compiled.cluster.intent.source
     base = gitops.path.rstrip("/")
     apps = []
+    with_objects = {o.release for o in compiled.objects if o.release}  # synced beside their chart (KubeObject.release)
     for release in compiled.releases:
         spec = {
             "project": gitops.project,
@@ -100,6 +102,8 @@ def lower_argocd(compiled: CompiledCluster) -> list[KubeObject]:
             "sources": [
                 _chart_source(release, f"{base}/{values_file(release)}", gitops),
                 {"repoURL": gitops.repo_url, "targetRevision": gitops.target_revision, "ref": "values"},
+                *([{"repoURL": gitops.repo_url, "targetRevision": gitops.target_revision,
+                    "path": f"{base}/{RELEASES_DIR}/{release.name}"}] if release.name in with_objects else []),
             ],
             "syncPolicy": {"automated": {"prune": True, "selfHeal": True},
                            "syncOptions": ["CreateNamespace=true", "ServerSideApply=true"], "retry": RETRY},

@@ -11,7 +11,6 @@ from ..facts.platform import gpu_operator
 from ..validate.features import ClusterFeatures, derived_gates
 from ..validate.resolved import ResolvedCluster
 from .graph import HelmRelease, Wave
-from .node_config import evicted_for_driver_upgrades
 from .tolerations import uncovered
 
 
@@ -48,12 +47,10 @@ def driver_values(cluster: ResolvedCluster, features: ClusterFeatures) -> dict[s
         values["resourceApiVersion"] = cluster.api.api_version
     plugin: dict[str, Any] = {}
     facts = gpu_operator()
-    if cluster.mixed_allocation or cluster.spec.gpu_operator.mode == "none" or evicted_for_driver_upgrades(cluster):
+    if cluster.mixed_allocation or cluster.spec.gpu_operator.mode == "none":
         # a device plugin serves the other GPU nodes: in a mixed cluster the operator's, with mode none the one whose
         # affinity gpuc writes to values/nvidia-device-plugin.yaml (off the DRA label), so the DRA plugin stays on it
         plugin["nodeSelector"] = {facts["draNodeLabel"]: "true"}
-    if evicted_for_driver_upgrades(cluster):  # leaves the node while the operator upgrades its GPU driver
-        plugin.setdefault("nodeSelector", {})[facts["draDriverDeployLabel"]] = "true"
     # where the kubelet plugin must run: the DRA pools, and the multi-node NVLink pools whose ComputeDomain
     # channels it serves while their GPUs stay on the device plugin
     served = [p for p in cluster.pools if p.dra or (features.compute_domains and p.gpu.multi_node_nvlink)]

@@ -38,6 +38,9 @@ class Replacement:
     delete_first: bool  # the new object cannot coexist with the old one (same name)
 
 
+RELEASES_DIR = "releases"  # rendered/<cluster>/releases/<release>/: objects synced with a chart
+
+
 @dataclass
 class KubeObject:
     manifest: dict[str, Any]
@@ -52,6 +55,10 @@ class KubeObject:
     # wrote wins. Findings about the object point at that line (check.report). Kept as written (often a
     # shared constant) and parsed only when there is a finding to place.
     sources: Mapping[str, tuple[str, ...]] = field(default_factory=dict, compare=False, repr=False)
+    # The Helm release whose Argo CD Application syncs the object beside its chart, for what the chart's own pods
+    # need before they start (a quota that admits them): in the rendered tree's Application, a later wave than the
+    # charts, they would wait on charts that wait on them. "" for the rendered tree's Application.
+    release: str = ""
 
     def __post_init__(self) -> None:
         self.identity = self.identity or self.name
@@ -95,6 +102,11 @@ class KubeObject:
         stage can refuse a name no file system would take before anything is written."""
         parts = [str(int(self.wave)), self.kind.lower()] + ([self.namespace] if self.namespace else []) + [self.name]
         return "-".join(parts) + ".yaml"
+
+    @property
+    def path(self) -> str:
+        """Where emit.tree writes it: beside the cluster's kustomization, or in its release's folder."""
+        return f"{RELEASES_DIR}/{self.release}/{self.file_name}" if self.release else self.file_name
 
 
 @dataclass

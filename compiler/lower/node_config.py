@@ -49,14 +49,6 @@ def _nfd_worker_defaults(cluster: ResolvedCluster) -> list[dict[str, Any]]:
     return list(table[(fitting or known)[-1]])
 
 
-def evicted_for_driver_upgrades(cluster: ResolvedCluster) -> bool:
-    """Whether the DRA kubelet plugin follows the driver manager's eviction label: the GPU Operator installs the
-    driver (mode helm or patch) and its driver manager knows the label (or the version is not stated)."""
-    op = cluster.spec.gpu_operator
-    return (op.mode in ("helm", "patch") and bool(cluster.dra_pools) and operator_installs_driver(cluster)
-            and not op_before(cluster, gpu_operator()["draDriverEvictionSince"]))
-
-
 def operand_tolerations(cluster: ResolvedCluster) -> dict[str, Any]:
     """`daemonsets.tolerations` when a pool's taint is not among the operands' defaults (setting it replaces the
     chart's list, so the defaults are written back first)."""
@@ -122,8 +114,6 @@ def pool_labels(cluster: ResolvedCluster) -> dict[str, dict[str, str]]:
         labels: dict[str, str] = {}
         if pool.dra:
             labels[facts["draNodeLabel"]] = "true"
-            if evicted_for_driver_upgrades(cluster):  # the driver manager pauses it to restart the kubelet plugin
-                labels[facts["draDriverDeployLabel"]] = "true"
             if cluster.mixed_allocation:
                 labels[facts["devicePluginDeployLabel"]] = "false"
         if pool.mig_dynamic:  # mig-parted would clear the MIG devices the DRA driver creates for running pods

@@ -3,10 +3,14 @@ classes to namespaces holding a quota for them (GKE Standard: facts/data/provide
 
 The DRA driver's controller and kubelet plugin, and the GPU Operator's operator and operands, run at
 system-node-critical. Without a matching quota in their namespace the API server refuses those pods, and the
-DaemonSets stay at zero pods with only a FailedCreate event to say why.
+DaemonSets stay at zero pods with only a FailedCreate event to say why. Each quota is synced with the release
+whose pods it admits (KubeObject.release): Argo CD's kind order applies a ResourceQuota before the chart's
+workloads within a wave (gitops-engine pkg/sync/sync_tasks.go kindOrder), after CreateNamespace made the namespace.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from ..facts.providers import critical_pods_quota, providers
 from ..validate.resolved import ResolvedCluster
@@ -30,7 +34,8 @@ def critical_pod_quotas(cluster: ResolvedCluster, releases: list[HelmRelease]) -
         spec = {"hard": {"pods": quota.pods},
                 "scopeSelector": {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In",
                                                         "values": list(quota.priority_classes)}]}}
-        out.append(make_object("v1", "ResourceQuota", quota.name, namespace=release.namespace, wave=Wave.CHARTS,
-                               component=release.component, origin=cluster.intent.source, body={"spec": spec},
-                               sources={"": source}))
+        obj = make_object("v1", "ResourceQuota", quota.name, namespace=release.namespace, wave=Wave.CHARTS,
+                          component=release.component, origin=cluster.intent.source, body={"spec": spec},
+                          sources={"": source})
+        out.append(dataclasses.replace(obj, release=release.name))
     return out

@@ -142,7 +142,8 @@ class ChartSource(Model):
     directory: str | None = Field(
         None, pattern=r"^\S+$",
         description="a folder of the GitOps repository (spec.gitops.repoURL, for Argo CD; the Pulumi project root, for "
-                    "Pulumi) holding each chart unpacked as <chart>-<version>/ (helm pull CHART --version V --untar)")
+                    "Pulumi) holding each chart unpacked as <chart>-<version>/ (`helm pull REPO/CHART --version V --untar "
+                    "--untardir /tmp/c && mv /tmp/c/CHART <directory>/CHART-V`: --untar alone unpacks to CHART/)")
 
     @model_validator(mode="after")
     def _one(self) -> ChartSource:
@@ -163,7 +164,7 @@ class Charts(Model):
                                           "nim-operator): its own source")
 
 
-AckCode = Literal["unchecked-crds", "driver-fork", "helm-capabilities", "dra-beta", "mig-mode", "unknown-release"]
+AckCode = Literal["unchecked-crds", "driver-fork", "helm-capabilities", "dra-beta", "mig-mode", "unknown-release", "driver-upgrade"]
 
 
 class Acknowledgement(Model):

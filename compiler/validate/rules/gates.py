@@ -27,8 +27,9 @@ def _check_gates(cluster: ResolvedCluster, workloads: list[GpuWorkload], fleet: 
     for cap in features.capabilities(flavour):
         since = capability(cap).get("since")
         if since and not line.at_least(since):
+            why = capability(cap).get("why")
             findings.add(intent.error(("spec", "draDriver", "version"),
-                                      f"workloads on this cluster use {cap}, which needs driver {since} or newer",
+                                      f"this cluster uses {cap}, which needs driver {since} or newer" + (f" ({why})" if why else ""),
                                       "upgrade draDriver.version"))
     if not isinstance(user, dict):
         user = {}

@@ -15,6 +15,7 @@ def check_operator_modes(fleet: Fleet, clusters: dict[str, ResolvedCluster], fin
     for cluster in clusters.values():
         _check_operator_mode(cluster, findings)
         _check_dynamic_mig_mode(cluster, findings)
+        _check_mixed_mig_modes(cluster, findings)
         _check_driver_upgrades(cluster, findings)
         if cluster.spec.gpu_operator.mode == "gpuCluster":
             _check_gpu_cluster_mode(cluster, findings)
@@ -36,21 +37,44 @@ def _check_dynamic_mig_mode(cluster: ResolvedCluster, findings: Findings) -> Non
     findings.add(dataclasses.replace(warning, code="mig-mode"))
 
 
+def _check_mixed_mig_modes(cluster: ResolvedCluster, findings: Findings) -> None:
+    """DynamicMIG is one feature gate for the whole driver, so every kubelet plugin of the cluster runs with it, and
+    at start a plugin in that mode destroys every MIG device its checkpoint does not name
+    (cmd/gpu-kubelet-plugin/driver.go DestroyUnknownMIGDevices, v25.12.0 and main): on a static-MIG pool that is
+    the layout the MIG Manager built, which the MIG Manager then builds again, under running pods."""
+    dynamic = [p for p in cluster.pools if p.mig_dynamic]
+    static = [p for p in cluster.dra_pools if p.spec.mig is not None and not p.mig_dynamic]
+    if not dynamic or not static:
+        return
+    names = ", ".join(f"'{p.name}'" for p in static)
+    findings.add(cluster.intent.error(
+        dynamic[0].path + ("mig", "layout"),
+        f"dynamic MIG on pool '{dynamic[0].name}' turns the driver's DynamicMIG gate on for every node, and a kubelet plugin "
+        f"in that mode destroys at start the MIG devices it did not create: the static layout of pool(s) {names}, which "
+        "the MIG Manager built and rebuilds",
+        f"make every DRA MIG pool of the cluster dynamic (mig.layout: dynamic), or give pool(s) {names} allocation: "
+        "devicePlugin, or run dynamic MIG in a cluster of its own"))
+
+
 def _check_driver_upgrades(cluster: ResolvedCluster, findings: Findings) -> None:
-    """An operator-installed GPU driver upgraded under a DRA kubelet plugin that stays bound to the old driver:
-    driver managers before the one of draDriverEvictionSince do not restart the plugin."""
+    """An operator-installed GPU driver upgraded under a DRA kubelet plugin that stays bound to the old driver: the
+    driver manager restarts the plugin only through a node label that exists in gpuCluster mode alone (beside a
+    ClusterPolicy the operator deletes it, facts operators.yaml draDriverDeployLabel), so nothing gpuc can write
+    restarts it here."""
     facts = gpu_operator()
     op = cluster.spec.gpu_operator
-    since = facts["draDriverEvictionSince"]
     if (op.mode not in ("helm", "patch") or not cluster.dra_pools or cluster.spec.dra_driver.nvidia_driver_root != facts["driverRoot"]
-            or not op.version or version_tuple(op.version) >= version_tuple(since)):
+            or cluster.spec.acknowledged("driver-upgrade")):
         return
-    findings.add(cluster.intent.warning(
-        ("spec", "gpuOperator", "version"),
-        f"GPU Operator {op.version} installs the GPU driver, and its driver manager does not restart the DRA kubelet plugin "
-        "when it upgrades the driver: the plugin stays bound to the old driver's files and fails to prepare claims",
-        f"upgrade gpuOperator.version to {since} or newer (gpuc then keeps the plugin on {facts['draDriverDeployLabel']}, "
-        "which the driver manager pauses), or drain the DRA nodes before each driver upgrade"))
+    warning = cluster.intent.warning(
+        ("spec", "gpuOperator", "mode"),
+        f"the GPU Operator installs the GPU driver beside a ClusterPolicy, and its driver manager does not restart the DRA "
+        f"kubelet plugin when it upgrades that driver (it pauses the plugin through {facts['draDriverDeployLabel']}, which "
+        "the operator deletes from every node outside gpuCluster mode): the plugin stays bound to the old driver's files "
+        "and fails to prepare claims",
+        "drain the DRA nodes before each GPU driver upgrade and say so: spec.acknowledge: [{warning: driver-upgrade, "
+        "reason: ...}]; or put the driver in the node image: draDriver.nvidiaDriverRoot: / (gpuc then turns the operator's driver off)")
+    findings.add(dataclasses.replace(warning, code="driver-upgrade"))
 
 
 def _check_operator_mode(cluster: ResolvedCluster, findings: Findings) -> None:
