@@ -151,3 +151,46 @@ def test_an_untargeted_config_of_the_wrong_kind_is_ignored_by_the_driver():
     (warning,) = [d for d in run_checks(compiled) if "GpuConfig configures" in d.message]
     assert warning.severity == "warning"
     assert warning.message.endswith("GpuConfig configures gpu devices, but every request here is for mig devices: the driver ignores it")
+
+
+def _findings_after(damage) -> list:
+    c = example_cluster("prod-east")
+    damage(c)
+    return [d for d in run_checks(c) if "opaque" in d.message or "config" in d.message]
+
+
+def test_null_is_no_value_as_the_driver_decodes_it():
+    """Go's decoder leaves a null field unset: the real webhook admits `sharing: null` and the plugin fills the
+    defaults (tests/real/test_real_dra_driver.py); gpuc neither refuses nor warns."""
+    def null_sharing(c):
+        _params(c)["sharing"] = None
+
+    def null_interval_config(c):
+        _params(c)["sharing"]["timeSlicingConfig"] = None
+
+    for damage in (null_sharing, null_interval_config):
+        assert errors_after("prod-east", damage) == []
+
+
+def test_what_the_driver_takes_and_ignores_is_a_warning():
+    def mps_on_time_sliced_mig(c):
+        _notebooks_config(c, {**MIG_CONFIG, "sharing": {"strategy": "TimeSlicing", "mpsConfig": {}}})
+
+    def gpu_config_under_the_channel_driver(c):
+        claim_devices(find(c, "ResourceClaimTemplate", "notebooks"))["config"] = [
+            {"opaque": {"driver": "compute-domain.nvidia.com", "parameters": MIG_CONFIG}}]
+
+    for damage, text in ((mps_on_time_sliced_mig, "the driver ignores it on a time-sliced MIG device"),
+                         (gpu_config_under_the_channel_driver, "the compute-domain.nvidia.com driver ignores it")):
+        found = [d for d in _findings_after(damage) if text in d.message]
+        assert [d.severity for d in found] == ["warning"], damage.__name__
+        assert errors_after("prod-east", damage) == []
+
+
+def test_a_vfio_config_is_a_warning_the_webhook_would_refuse():
+    def vfio(c):
+        _notebooks_config(c, {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "VfioDeviceConfig"})
+
+    found = [d for d in _findings_after(vfio) if "admission webhook knows no VfioDeviceConfig" in d.message]
+    assert [d.severity for d in found] == ["warning"]
+    assert found[0].hint == "leave the config out: the kubelet plugin gives a vfio device the same defaults"

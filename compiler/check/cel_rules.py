@@ -176,7 +176,7 @@ class CelRules:
             return (f"the CRD rule `{rule.rule}` returned {type(result).__name__}, not a bool", "", "error")
         if bool(result):
             return None
-        return (self._message(rule, activation), _hint(rule), "error")
+        return (self._message(rule, activation), _hint(rule), rule.severity)
 
     @staticmethod
     def _message(rule: Rule, activation: dict[str, Any]) -> str:

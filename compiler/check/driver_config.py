@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
+from ..facts import load_table
 from ..facts.driver import DriverLine, builtin_class_device_types, capability, gates_on
 from ..facts.driver_config import ConfigKind, config_api_version, config_kind_lines, config_kinds
 from ..lower.graph import KubeObject
@@ -104,8 +105,17 @@ class _Configs:
             yield Finding(obj, at + ("kind",), f"driver {self.line.id} has no config kind {name!r}", hint)
             return
         if kind.driver != driver:
-            yield Finding(obj, path + ("driver",), f"{kind.name} is decoded by driver {kind.driver}, not {driver}")
+            if driver in load_table("driver_config")["ignoresOtherKinds"]:
+                yield Finding(obj, path + ("driver",), f"{kind.name} is decoded by driver {kind.driver}, not {driver}: "
+                              f"the {driver} driver ignores it", f"set driver: {kind.driver}", severity="warning")
+            else:
+                yield Finding(obj, path + ("driver",), f"{kind.name} is decoded by driver {kind.driver}, not {driver}")
             return
+        if kind.webhook_refuses:
+            yield Finding(obj, at + ("kind",), f"{kind.name}: {kind.webhook_refuses}",
+                          f"leave the config out: the kubelet plugin gives a {kind.device_type} device the same defaults",
+                          severity="warning")
+        params = _without_nulls(params)
         for v in self._violations(kind, params):
             yield Finding(obj, at + v.path, v.message, v.hint, v.severity)
         yield from self._gates(obj, at, params, kind)
@@ -177,3 +187,13 @@ def check_driver_configs(ctx: ClusterContext) -> Iterable[Finding]:
             for i, entry in enumerate(as_list(value_at(obj.manifest, ("spec", "config")))):
                 if isinstance(entry, dict) and isinstance(entry.get("opaque"), dict):
                     yield from configs.check(obj, ("spec", "config", i, "opaque"), entry["opaque"], {obj.name: obj.name})
+
+
+def _without_nulls(value: Any) -> Any:
+    """`parameters` as the driver's decoder sees them: Go's encoding/json leaves a field it reads null at its zero
+    value, so `sharing: null` is the same as no sharing (the webhook admits it; Normalize fills the defaults)."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value

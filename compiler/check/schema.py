@@ -58,6 +58,8 @@ class Rule:
     field_path: str = ""
     reason: str = ""
     optional_old_self: bool = False
+    # gpuc's own key x-gpuc-severity in its facts: "warning" where the consumer takes the value anyway
+    severity: str = "error"
 
     @property
     def uses_old_self(self) -> bool:
@@ -562,7 +564,8 @@ def _rules(entries: Iterable[Any]) -> Iterable[Rule]:
         if not isinstance(e, dict) or not isinstance(e.get("rule"), str):
             raise SchemaError("each x-kubernetes-validations entry needs a `rule` string")
         yield Rule(e["rule"], str(e.get("message") or ""), str(e.get("messageExpression") or ""),
-                   str(e.get("fieldPath") or ""), str(e.get("reason") or ""), bool(e.get("optionalOldSelf")))
+                   str(e.get("fieldPath") or ""), str(e.get("reason") or ""), bool(e.get("optionalOldSelf")),
+                   str(e.get("x-gpuc-severity") or "error"))
 
 
 def validate(node: Node, value: Any, old: Any = MISSING, *, partial: bool = False,

@@ -21,6 +21,7 @@ class ConfigKind:
     driver: str  # the DRA driver name that decodes it (opaque.driver)
     device_type: str  # gpu | mig | vfio | channel | daemon: the devices it may configure
     schema: dict[str, Any]  # structural schema for this driver line, `$ref`s inlined
+    webhook_refuses: str = ""  # why the driver's admission webhook refuses every config of this kind, if it does
 
 
 def config_api_version() -> str:
@@ -76,7 +77,8 @@ def config_kinds(line_id: str) -> dict[str, ConfigKind]:
     table = load_table("driver_config")
     line = driver_lines()[line_id]
     return {
-        name: ConfigKind(name, k["driver"], k["deviceType"], _for_line(k["schema"], line, table["types"]))
+        name: ConfigKind(name, k["driver"], k["deviceType"], _for_line(k["schema"], line, table["types"]),
+                         str(k.get("webhookRefuses") or ""))
         for name, k in table["kinds"].items() if _available(k, line)
     }
 

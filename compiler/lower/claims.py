@@ -195,9 +195,7 @@ def opaque_config(plan: WorkloadPlan, cluster: ResolvedCluster, request_names: l
         params["sharing"] = sharing
     if gpu.fabric is not None and cluster.spec.dra_driver.fabric == "topologyConfig":
         params["fabricTopologyConfig"] = fabric_topology_config(gpu)
-    if gpu.passthrough:
-        kind = "VfioDeviceConfig"  # the driver's default for a vfio device, written out: the claim says what it gets
-    elif not params:
+    if gpu.passthrough or not params:  # a vfio device takes the driver's defaults: its webhook refuses VfioDeviceConfig
         return []
     else:
         kind = "MigDeviceConfig" if gpu.mig is not None else "GpuConfig"
