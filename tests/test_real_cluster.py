@@ -128,7 +128,7 @@ def test_what_runs_on_tainted_gpu_nodes_tolerates_their_taints(fleet):
     assert caches["chat"]["spec"]["tolerations"] == services["chat"]["spec"]["tolerations"]  # the caching Job lands there too
     assert team in caches["chat"]["spec"]["tolerations"] and "tolerations" not in caches["small"]["spec"]
     nfd = release_values(compiled, "gpu-operator")["node-feature-discovery"]["worker"]["tolerations"]
-    assert nfd[:3] == gpu_operator()["nfdWorkerTolerations"]["v25.10.0"] and nfd[3:] == [team]
+    assert nfd[:3] == gpu_operator()["nfdWorkerTolerations"]["v24.3.0"] and nfd[3:] == [team]
 
 
 def test_nfd_tolerations_follow_the_operator_version_and_mode(fleet):
@@ -142,7 +142,7 @@ def test_nfd_tolerations_follow_the_operator_version_and_mode(fleet):
 
 def test_nfd_default_tolerations_are_the_charts():
     reference = yaml.safe_load((GPU_OPERATOR / "values-v26.7.0.yaml").read_text())
-    assert reference["node-feature-discovery"]["worker"]["tolerations"] == gpu_operator()["nfdWorkerTolerations"]["v26.7.0"]
+    assert reference["node-feature-discovery"]["worker"]["tolerations"] == gpu_operator()["nfdWorkerTolerations"]["v26.3.0"]
 
 
 @pytest.mark.parametrize("driver, chart", [("0.4.1", "v0.4.1"), ("0.5.1", "main-0.5.0-dev"), ("25.12.0", "v25.12.0")])

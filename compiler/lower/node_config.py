@@ -46,7 +46,7 @@ def _nfd_worker_defaults(cluster: ResolvedCluster) -> list[dict[str, Any]]:
     mine = cluster.spec.gpu_operator.version
     known = sorted(table, key=version_tuple)
     fitting = [v for v in known if mine is None or version_tuple(v) <= version_tuple(mine)]
-    return list(table[(fitting or known)[-1]])
+    return list(table[(fitting or known[:1])[-1]])  # before the table's first release: its oldest default
 
 
 def operand_tolerations(cluster: ResolvedCluster) -> dict[str, Any]:
