@@ -166,7 +166,8 @@ def test_num_nodes_of_older_drivers_gates_readiness():
      ("Degraded", "caching failed: model download failed: 401 Unauthorized")),
     ("Failed", [], ("Degraded", "caching failed: see the logs of the NIMCache's job")),
     ("NotReady", [{"type": "NIM_CACHE_RECONCILE_FAILED", "status": "True", "reason": "ReconcileFailed",
-                   "message": "secret ngc-api-secret not found"}], ("Degraded", "caching failed: secret ngc-api-secret not found")),
+                   "message": "Pod \"llama-70b-pod\" not found"}],
+     ("Progressing", "caching: NotReady, the NIM Operator retries: Pod \"llama-70b-pod\" not found")),
 ])
 def test_nim_cache(state, conditions, expected):
     obj = {"apiVersion": "apps.nvidia.com/v1alpha1", "kind": "NIMCache", "metadata": {"name": "llama-70b"}, "spec": {}}

@@ -6,10 +6,16 @@ local status = obj.status
 if status == nil or status.state == nil then
   return hs
 end
+-- a condition's message, else its reason (v3.1.2 writes Failed with reason NIMCacheFailed and no message)
 local function message(ctype)
   for _, c in ipairs(status.conditions or {}) do
     if c.type == ctype and c.message ~= nil and c.message ~= "" then
       return c.message
+    end
+  end
+  for _, c in ipairs(status.conditions or {}) do
+    if c.type == ctype and c.reason ~= nil and c.reason ~= "" then
+      return c.reason
     end
   end
   return nil
