@@ -8,10 +8,7 @@ unprivileged user for RBAC tests).
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
-import socket
 import ssl
 import subprocess
 import time
@@ -22,15 +19,12 @@ from pathlib import Path
 
 from . import components
 from .components import Release
+from .processes import free_port, stop_group
 
 ADMIN_TOKEN = "gpuc-harness-admin"
 VIEWER_TOKEN = "gpuc-harness-viewer"  # user "viewer": no group, so RBAC grants it nothing by default
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class ControlPlaneError(RuntimeError):
@@ -111,14 +105,7 @@ class ControlPlane:
 
     def stop(self) -> None:
         for name in reversed(list(self.procs)):
-            proc = self.procs[name]
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+            stop_group(self.procs[name])
         self.procs.clear()
 
     def __enter__(self) -> ControlPlane:
@@ -145,18 +132,21 @@ def start(
     runtime_config: str | None = None,
     scheduler: bool = False,
     controllers: bool = False,
+    apiserver_args: tuple[str, ...] = (),
+    workload_controllers: bool = False,
 ) -> ControlPlane:
     """Start etcd and kube-apiserver (and the scheduler and controllers when asked), ready to serve.
 
     `emulated_minor` runs a newer binary as an older minor (--emulated-version); `feature_gates` and
-    `runtime_config` add to what the minor needs to serve DRA.
+    `runtime_config` add to what the minor needs to serve DRA; `apiserver_args` are more kube-apiserver flags
+    (e.g. --allow-privileged=true, which the GPU Operator's DaemonSets need).
     """
     workdir.mkdir(parents=True, exist_ok=True)
     cp = ControlPlane(release=release, workdir=workdir, emulated_minor=emulated_minor)
     try:
-        _start_etcd_and_apiserver(cp, feature_gates or {}, runtime_config)
-        if controllers:
-            _start_controllers(cp)
+        _start_etcd_and_apiserver(cp, feature_gates or {}, runtime_config, apiserver_args)
+        if controllers or workload_controllers:
+            _start_controllers(cp, workloads=workload_controllers)
         if scheduler:
             _start_scheduler(cp, feature_gates or {})
     except BaseException:
@@ -169,8 +159,9 @@ def _gates_flag(gates: dict[str, bool]) -> str:
     return ",".join(f"{k}={'true' if v else 'false'}" for k, v in sorted(gates.items()))
 
 
-def _start_etcd_and_apiserver(cp: ControlPlane, gates: dict[str, bool], runtime_config: str | None) -> None:
-    etcd_port, peer_port = _free_port(), _free_port()
+def _start_etcd_and_apiserver(cp: ControlPlane, gates: dict[str, bool], runtime_config: str | None,
+                              extra: tuple[str, ...] = ()) -> None:
+    etcd_port, peer_port = free_port(), free_port()
     data = cp.workdir / "etcd"
     shutil.rmtree(data, ignore_errors=True)
     cp._spawn("etcd", [
@@ -199,7 +190,7 @@ def _start_etcd_and_apiserver(cp: ControlPlane, gates: dict[str, bool], runtime_
     minor = cp.minor
     runtime, gate = _DRA_BETA_SWITCHES.get(minor, ("", ""))
     all_gates = {k: v == "true" for k, v in (item.split("=") for item in gate.split(",") if item)} | gates
-    cp.port = _free_port()
+    cp.port = free_port()
     argv = [
         str(components.binary(f"kube-apiserver-{cp.release.version}")),
         "--etcd-servers", f"http://127.0.0.1:{etcd_port}",
@@ -217,21 +208,28 @@ def _start_etcd_and_apiserver(cp: ControlPlane, gates: dict[str, bool], runtime_
         argv += ["--feature-gates", _gates_flag(all_gates)]
     if cp.emulated_minor:
         argv += ["--emulated-version", cp.emulated_minor]
-    cp._spawn("kube-apiserver", argv)
+    cp._spawn("kube-apiserver", [*argv, *extra])
     cp._wait("kube-apiserver", lambda: cp.ca_file.exists() and cp.get("/readyz")[0] == 200, 120)
 
 
-def _start_controllers(cp: ControlPlane) -> None:
+# What turns a chart's Deployments, DaemonSets and Jobs into pods and counts them (Argo CD's health reads the counts),
+# and what fills in a ResourceQuota's usage (quota admission refuses pods under a quota without it).
+WORKLOAD_CONTROLLERS = "deployment-controller,replicaset-controller,daemonset-controller,job-controller,resourcequota-controller"
+
+
+def _start_controllers(cp: ControlPlane, workloads: bool = False) -> None:
     """The resource-claim controller turns a pod's ResourceClaimTemplates into claims; the service
     account controller makes the `default` account pods are admitted with; the namespace controller
     empties and removes a deleted namespace (without it a deleted namespace stays Terminating), and the
     garbage collector finishes foreground deletions (pulumi-kubernetes deletes in the foreground: without
-    it a deleted object keeps its foregroundDeletion finalizer and never goes)."""
+    it a deleted object keeps its foregroundDeletion finalizer and never goes). With `workloads`, the controllers
+    of Deployments, ReplicaSets, DaemonSets and Jobs too (harness/kubelet.py reports their pods started)."""
     kubeconfig = str(cp.kubeconfig())
     cp._spawn("kube-controller-manager", [
         str(components.binary(f"kube-controller-manager-{components.newest().version}")),
         "--kubeconfig", kubeconfig, "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig,
-        "--controllers", "resourceclaim-controller,serviceaccount-controller,namespace-controller,garbage-collector-controller",
+        "--controllers", "resourceclaim-controller,serviceaccount-controller,namespace-controller,garbage-collector-controller"
+        + ("," + WORKLOAD_CONTROLLERS if workloads else ""),
         "--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", "0", "--use-service-account-credentials=false",
         *_emulation(cp),
     ])
@@ -248,7 +246,7 @@ def _start_scheduler(cp: ControlPlane, gates: dict[str, bool]) -> None:
         "leaderElection": {"leaderElect": False},
         "clientConnection": {"kubeconfig": kubeconfig, "qps": 500, "burst": 1000},
     }))
-    port = _free_port()
+    port = free_port()
     argv = [
         str(components.binary(f"kube-scheduler-{components.newest().version}")),
         "--config", str(config), "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig,

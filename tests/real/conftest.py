@@ -15,6 +15,8 @@ import pytest
 from harness.allocref import Allocref
 from harness.servers import ControlPlanes
 
+from conftest import EXAMPLES, gpuc
+
 HERE = Path(__file__).parent
 
 
@@ -36,3 +38,12 @@ def control_planes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Control
     planes = ControlPlanes(tmp_path_factory.mktemp("control-planes"))
     yield planes
     planes.stop()
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example fleet rendered once per module (the operators' tests read its objects and values)."""
+    out = tmp_path_factory.mktemp("rendered")
+    result = gpuc("render", str(EXAMPLES), "-o", str(out))
+    assert result.code == 0, result.err
+    return out

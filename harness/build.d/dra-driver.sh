@@ -1,0 +1,29 @@
+# The NVIDIA DRA driver's admission webhook and ComputeDomain controller, one build per source named
+# in DRA_DRIVER_SOURCES (harness/versions.env), from ../shared/upstream/src/dra-driver-nvidia-gpu-<src>
+# (git archives without vendor/; their README says how each builds and runs without GPUs).
+# Sourced after harness/lib.sh ($cache, $here, say, fail, build); never run.
+#
+# Each source is copied to $cache/src/dra-driver-nvidia-gpu-<src> (lib.sh upstream_source); the tests also
+# take the controller's templates/ and the CRDs from that copy (harness/dra_driver.py).
+# Builds: bin/compute-domain-controller-<src>, bin/webhook-<src>, reused while the stamp (a hash of the
+# source tree and the version string) is unchanged.
+# shellcheck shell=bash
+
+for src in $DRA_DRIVER_SOURCES; do
+  copy="$(upstream_source "dra-driver-nvidia-gpu-$src")"
+  tree="$(cat "$copy/.gpuc-stamp")"
+  # The version the Makefile stamps: VERSION (main) or `VERSION ?=` in versions.mk (release tags);
+  # without it the controller panics at start (could not parse "unknown" as version).
+  if [ -f "$copy/VERSION" ]; then
+    version="$(tr -d '[:space:]' <"$copy/VERSION")"
+  else
+    version="$(sed -n 's/^VERSION[[:space:]]*?=[[:space:]]*\(v[^[:space:]]*\).*/\1/p' "$copy/versions.mk" | head -n1)"
+  fi
+  [ -n "$version" ] || fail "no VERSION in $copy (neither VERSION nor versions.mk names one)"
+  module="$(sed -n 's/^module[[:space:]]*\([^[:space:]]*\).*/\1/p' "$copy/go.mod")"
+  for cmd in compute-domain-controller webhook; do
+    build "$cmd-$src" "./cmd/$cmd" "$copy" "$tree $version" -mod=mod \
+      -ldflags "-s -w -X $module/internal/info.version=$version"
+  done
+done
+unset src tree copy version module cmd
