@@ -37,6 +37,12 @@ APPLICATION_SOURCES = {
 }
 
 
+# Argo CD compares what the API server would store (a server-side apply dry run), not the manifest as written. A
+# field the server drops is otherwise OutOfSync forever: the DRA driver chart (25.12+) gives its gpu.nvidia.com
+# DeviceClass extendedResourceName on resource.k8s.io/v1, which a 1.34 server (DRAExtendedResource off) drops;
+# tests/real/test_real_gitops.py saw that chart Application never Synced.
+SERVER_SIDE_DIFF = {"argocd.argoproj.io/compare-options": "ServerSideDiff=true"}
+
 # Argo CD's ConfigMap, and the label without which Argo CD ignores it.
 ARGOCD_CM = "argocd-cm"
 ARGOCD_CM_LABELS = {"app.kubernetes.io/name": "argocd-cm", "app.kubernetes.io/part-of": "argocd"}
@@ -110,7 +116,7 @@ def lower_argocd(compiled: CompiledCluster) -> list[KubeObject]:
         }
         apps.append(make_object(ARGO_API, "Application", f"{compiled.name}-{release.name}", namespace=gitops.namespace,
                                 wave=release.wave, component=f"argocd/{release.component}", origin=release.origin,
-                                body={"spec": spec}, sources=APPLICATION_SOURCES))
+                                annotations=dict(SERVER_SIDE_DIFF), body={"spec": spec}, sources=APPLICATION_SOURCES))
     rendered = {
         "project": gitops.project,
         "destination": _destination(compiled, None),
@@ -121,7 +127,7 @@ def lower_argocd(compiled: CompiledCluster) -> list[KubeObject]:
     }
     apps.append(make_object(ARGO_API, "Application", f"{compiled.name}-gpuc", namespace=gitops.namespace,
                             wave=RENDERED_APP_WAVE, component="argocd/rendered", origin=ref,
-                            annotations={"argocd.argoproj.io/compare-options": "ServerSideDiff=true"},
+                            annotations=dict(SERVER_SIDE_DIFF),
                             body={"spec": rendered}, sources=APPLICATION_SOURCES))
     apps.append(health_patch(compiled))
     return apps
