@@ -18,17 +18,20 @@ from typing import Any
 from .kube import Kube
 
 Obj = dict[str, Any]
-NODE_CAPACITY = {"cpu": "64", "memory": "512Gi", "pods": "250"}
+NODE_CAPACITY = {"cpu": "128", "memory": "1Ti", "pods": "250"}
 
 
 def add_node(kube: Kube, name: str, labels: dict[str, str] | None = None, taints: list[Obj] | None = None) -> None:
-    """A Ready Node, as a kubelet registers it (capacity for the charts' pods, the labels a node pool gets)."""
-    spec: Obj = {"taints": taints} if taints else {}
-    kube.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels or {}}, "spec": spec})
+    """A Ready Node, as a kubelet registers it (room for pods: only devices should decide, and the labels a node
+    pool gets). The TaintNodesByCondition admission plugin taints a new Node not-ready; the node lifecycle
+    controller, which would lift it once the Node is Ready, does not run here: its taints are set to `taints`."""
+    own = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}  # a kubelet's own
+    kube.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {**own, **(labels or {})}}})
     kube.set_status({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
                      "status": {"capacity": NODE_CAPACITY, "allocatable": NODE_CAPACITY,
-                                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                                                "message": "harness kubelet stand-in"}]}})
+                                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "harness"}]}})
+    kube.dyn.patch(kube.resource("v1", "Node"), name=name, body={"spec": {"taints": taints or []}},
+                   content_type="application/merge-patch+json")
 
 
 def _now() -> str:

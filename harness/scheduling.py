@@ -21,11 +21,11 @@ from compiler.place.inventory import Inventory
 from compiler.place.inventory.codec import inventory_list
 
 from .kube import Kube, Rejection
+from .kubelet import add_node
 from .replay import device_classes
 
 Obj = dict[str, Any]
 PAUSE = "registry.k8s.io/pause:3.10"  # never pulled: there is no kubelet
-NODE_CAPACITY = {"cpu": "128", "memory": "1Ti", "pods": "250"}
 
 
 @dataclass
@@ -38,14 +38,7 @@ class Verdicts:
 def publish_inventory(kube: Kube, inventory: Inventory, api_version: str) -> None:
     """Nodes (with room for pods: only devices should decide) and the ResourceSlices of `inventory`."""
     for n in inventory.nodes:
-        labels = dict(n.labels) | {"kubernetes.io/hostname": n.name}
-        kube.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": n.name, "labels": labels}})
-        kube.set_status({"apiVersion": "v1", "kind": "Node", "metadata": {"name": n.name},
-                         "status": {"capacity": NODE_CAPACITY, "allocatable": NODE_CAPACITY,
-                                    "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "harness"}]}})
-        # the TaintNodesByCondition admission plugin taints a new Node not-ready; the node lifecycle controller,
-        # which would lift it once the Node is Ready, is not running
-        kube.dyn.patch(kube.resource("v1", "Node"), name=n.name, body={"spec": {"taints": []}}, content_type="application/merge-patch+json")
+        add_node(kube, n.name, dict(n.labels))
     for s in inventory_list(inventory)["items"]:
         s["apiVersion"] = api_version
         _must(kube.apply(s))
