@@ -39,7 +39,7 @@ from kubernetes.dynamic.exceptions import ApiException
 from . import components, helm
 from .controlplane import ADMIN_TOKEN, ControlPlane
 from .kube import FIELD_MANAGER, Kube, Obj
-from .processes import free_port, stop_group
+from .processes import ProcessOwner, free_port
 
 ARGO_API = "argoproj.io/v1alpha1"
 NAMESPACE = "argocd"
@@ -131,7 +131,7 @@ class ResourceResult:
 
 
 @dataclass
-class ArgoCD:
+class ArgoCD(ProcessOwner):
     """Argo CD's processes against one control plane, and the helpers a test drives it with."""
 
     cp: ControlPlane
@@ -179,16 +179,6 @@ class ArgoCD:
             if proc.poll() is not None:
                 raise self._fail(name, f"exited with status {proc.returncode}")
 
-    def stop(self) -> None:
-        for name in reversed(list(self.procs)):
-            stop_group(self.procs[name])
-        self.procs.clear()
-
-    def __enter__(self) -> ArgoCD:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # -- configuration -------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from . import components
 from .components import Release
-from .processes import free_port, stop_group
+from .processes import ProcessOwner, free_port
 
 ADMIN_TOKEN = "gpuc-harness-admin"
 VIEWER_TOKEN = "gpuc-harness-viewer"  # user "viewer": no group, so RBAC grants it nothing by default
@@ -32,7 +32,7 @@ class ControlPlaneError(RuntimeError):
 
 
 @dataclass
-class ControlPlane:
+class ControlPlane(ProcessOwner):
     release: Release
     workdir: Path
     emulated_minor: str | None = None
@@ -103,16 +103,6 @@ class ControlPlane:
         except (urllib.error.URLError, OSError, ssl.SSLError):
             return 0, b""
 
-    def stop(self) -> None:
-        for name in reversed(list(self.procs)):
-            stop_group(self.procs[name])
-        self.procs.clear()
-
-    def __enter__(self) -> ControlPlane:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 # What an API server of an older minor needs before it serves resource.k8s.io at all: before 1.34

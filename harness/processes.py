@@ -7,6 +7,7 @@ import os
 import signal
 import socket
 import subprocess
+from typing import Self
 
 
 def free_port() -> int:
@@ -25,3 +26,21 @@ def stop_group(proc: subprocess.Popen[bytes] | None, grace: float = 10) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+
+
+class ProcessOwner:
+    """A component made of processes (`self.procs`, in start order): stopped in reverse order, and a context
+    manager that stops them however the block ends."""
+
+    procs: dict[str, subprocess.Popen[bytes]]
+
+    def stop(self) -> None:
+        for name in reversed(list(self.procs)):
+            stop_group(self.procs[name])
+        self.procs.clear()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

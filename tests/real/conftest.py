@@ -7,13 +7,15 @@ Every test here carries the `real` mark: `pytest -m "not real"` is the fast tier
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from harness import controlplane
 from harness.allocref import Allocref
-from harness.servers import ControlPlanes
+from harness.controlplane import ControlPlane
+from harness.servers import ControlPlanes, server_for
 
 from conftest import EXAMPLES, gpuc
 
@@ -47,3 +49,20 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
     result = gpuc("render", str(EXAMPLES), "-o", str(out))
     assert result.code == 0, result.err
     return out
+
+
+@pytest.fixture
+def fresh_plane(tmp_path: Path) -> Iterator[Callable[[str], ControlPlane]]:
+    """Control planes of a test's own, with the scheduler and the claim controller (at the newest release,
+    emulating the minor asked for): what a test creates stays off the session's shared API servers."""
+    planes: list[ControlPlane] = []
+
+    def start(minor: str) -> ControlPlane:
+        release, emulated = server_for(minor, newest=True)
+        cp = controlplane.start(release, tmp_path / f"cp-{minor}", emulated_minor=emulated, scheduler=True, controllers=True)
+        planes.append(cp)
+        return cp
+
+    yield start
+    for cp in planes:
+        cp.stop()

@@ -38,12 +38,10 @@ from kubernetes.dynamic.exceptions import ConflictError
 from compiler.facts.driver import compute_domain_channel_request
 from compiler.pipeline import CompileOptions, compile_fleet
 from compiler.place import synthesize_for
-from harness import controlplane
-from harness.controlplane import ControlPlane
 from harness.dra_driver import ComputeDomainController, Webhook, known_feature_gates, source_for_line, start_compute_domain_controller, start_webhook
 from harness.kube import Kube, Rejection
 from harness.scheduling import publish_classes, publish_inventory, schedule_plan
-from harness.servers import ControlPlanes, server_for
+from harness.servers import ControlPlanes
 from harness.trees import apply_tree, tree_objects
 
 from check_support import claim_devices, example_cluster, run_checks
@@ -564,23 +562,6 @@ def test_gpuc_refuses_no_config_the_driver_takes(webhooks: Webhooks, case: Case)
 
 
 # -- the ComputeDomain controller --------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def fresh_plane(tmp_path: Path) -> Iterator[Callable[[str], ControlPlane]]:
-    """A control plane of its own with the scheduler and the claim controller: the controller's finalizers and
-    DaemonSets stay off the session's shared API servers."""
-    planes: list[ControlPlane] = []
-
-    def start(minor: str) -> ControlPlane:
-        release, emulated = server_for(minor, newest=True)
-        cp = controlplane.start(release, tmp_path / f"cp-{minor}", emulated_minor=emulated, scheduler=True, controllers=True)
-        planes.append(cp)
-        return cp
-
-    yield start
-    for cp in planes:
-        cp.stop()
 
 
 def wait_for(what: str, probe: Callable[[], Any], timeout: float = 60, log: Callable[[], str] | None = None) -> Any:

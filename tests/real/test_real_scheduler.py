@@ -10,7 +10,6 @@ are covered by the allocator replay and by their own minors' API servers, not by
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,30 +19,12 @@ import yaml
 from compiler.load.live import read_live
 from compiler.pipeline import CompileOptions, compile_fleet
 from compiler.place import synthesize_for
-from harness import controlplane
-from harness.controlplane import ControlPlane
 from harness.kube import Kube
 from harness.scheduling import publish_classes, publish_inventory, schedule_plan, verdict
-from harness.servers import server_for
 from harness.trees import apply_tree
 
 from conftest import EXAMPLES, cluster_doc, gpuc, write_fleet
 from real.reference import crds_of
-
-
-@pytest.fixture
-def fresh_plane(tmp_path: Path) -> Iterator[Any]:
-    planes: list[ControlPlane] = []
-
-    def start(minor: str) -> ControlPlane:
-        release, emulated = server_for(minor, newest=True)
-        cp = controlplane.start(release, tmp_path / f"cp-{minor}", emulated_minor=emulated, scheduler=True, controllers=True)
-        planes.append(cp)
-        return cp
-
-    yield start
-    for cp in planes:
-        cp.stop()
 
 
 def _channel_templates(kube: Kube, compiled: Any, api_version: str) -> dict[str, str]:
