@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
 from conftest import cluster_doc, workload_doc, write_fleet
@@ -94,6 +95,23 @@ def test_prod_east_syncs_through_argocd_in_gpucs_waves_with_the_real_charts(tmp_
                                 "Degraded", 120)
         failed = [m for n, h, m in run.resource_health("prod-east-gpuc", "NIMCache") if h == "Degraded"]
         assert failed == ["caching failed: model download failed: 401"], app["status"].get("resources")
+
+
+@pytest.mark.parametrize("cluster", ["lab", "west"])
+def test_the_other_example_clusters_sync_to_the_end(tmp_path: Path, cluster: str) -> None:
+    """lab (Kubernetes 1.36, DRA driver 0.5.1 from its own chart, dynamic MIG, GPU Operator beside it) and west
+    (1.37, the DRA driver installed by the GPU Operator's GPUCluster, a NIM): every Application Synced and Healthy
+    through gpuc's Lua, with the NIM Operator's status written as the caches and services appear. The 0.5 chart is
+    the main branch's 0.5.0-dev (no 0.5 tag exists)."""
+    with GitOpsRun.start(tmp_path, cluster) as run:
+        run.render()
+        root = run.sync_app_of_apps()
+        run.sync_everything(root, SYNC_TIMEOUT)
+        apps = run.applications()
+        rendered = {yaml.safe_load(f.read_text())["metadata"]["name"] for f in (run.tree / "argocd").glob(f"{cluster}-*.yaml")}
+        assert rendered <= set(apps), (rendered, set(apps))
+        assert run.stand_ins == ([] if cluster == "west" else ["dra-driver-nvidia-gpu 0.5.1 is rendered from "
+                                                               "dra-driver-nvidia-gpu-0.5.0-dev, the nearest chart there is"])
 
 
 def test_a_gke_shaped_cluster_syncs_to_the_end(tmp_path: Path) -> None:
