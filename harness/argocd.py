@@ -141,37 +141,12 @@ class ArgoCD(ProcessOwner):
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     ports: dict[str, int] = field(default_factory=dict)
     kube: Kube = field(init=False)
+    error = ArgoCDError
 
     def __post_init__(self) -> None:
         self.kube = Kube(self.cp)
 
     # -- processes -----------------------------------------------------------------------------
-
-    def log(self, name: str) -> Path:
-        return self.workdir / f"{name}.log"
-
-    def log_tail(self, name: str, lines: int = 25) -> str:
-        path = self.log(name)
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
-
-    def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
-        with open(self.log(name), "ab") as log:
-            self.procs[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                                start_new_session=True, cwd=self.workdir, env=env)
-
-    def _fail(self, name: str, what: str) -> ArgoCDError:
-        return ArgoCDError(f"{name} {what} (log {self.log(name)}):\n{self.log_tail(name)}")
-
-    def _wait_ready(self, name: str, ready: Callable[[], bool], timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            proc = self.procs[name]
-            if proc.poll() is not None:
-                raise self._fail(name, f"exited with status {proc.returncode} while starting")
-            if ready():
-                return
-            time.sleep(0.2)
-        raise self._fail(name, f"was not ready after {timeout:.0f} s")
 
     def check_running(self) -> None:
         """Raise with the log tail of any Argo CD process that has exited (a crash mid-test)."""
@@ -417,7 +392,7 @@ def _start_redis(argo: ArgoCD) -> None:
     port = argo.ports["redis"] = free_port()
     argo._spawn("redis", ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                           "--dir", str(argo.workdir), "--maxmemory", "256mb", "--maxmemory-policy", "allkeys-lru"])
-    argo._wait_ready("redis", lambda: _redis_pong(port), 20)
+    argo._wait("redis", lambda: _redis_pong(port), 20)
 
 
 def _common_env(argo: ArgoCD, binary_name: str) -> dict[str, str]:
@@ -459,7 +434,7 @@ def _start_repo_server(argo: ArgoCD, bins: dict[str, Path], resync_s: int) -> No
         "--logformat", "text", "--loglevel", "info",
     ], env)
     # ?full=true: the repo server dials its own gRPC port, so ready means serving
-    argo._wait_ready("repo-server", lambda: _http_ok(f"http://127.0.0.1:{metrics}/healthz?full=true"), 60)
+    argo._wait("repo-server", lambda: _http_ok(f"http://127.0.0.1:{metrics}/healthz?full=true"), 60)
 
 
 def _start_controller(argo: ArgoCD, binary: Path, resync_s: int, self_heal_s: int) -> None:
@@ -478,7 +453,7 @@ def _start_controller(argo: ArgoCD, binary: Path, resync_s: int, self_heal_s: in
         "--status-processors", "4", "--operation-processors", "4", "--metrics-port", str(metrics),
         "--logformat", "text", "--loglevel", "info",
     ], _common_env(argo, "argocd-application-controller"))
-    argo._wait_ready("application-controller", lambda: _http_ok(f"http://127.0.0.1:{metrics}/healthz"), 60)
+    argo._wait("application-controller", lambda: _http_ok(f"http://127.0.0.1:{metrics}/healthz"), 60)
 
 
 def application(name: str, *, repo_url: str, path: str, destination: str, revision: str = "HEAD", namespace: str | None = None,

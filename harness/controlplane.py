@@ -11,7 +11,6 @@ import json
 import shutil
 import ssl
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ class ControlPlane(ProcessOwner):
     emulated_minor: str | None = None
     port: int = 0
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    error = ControlPlaneError
 
     @property
     def minor(self) -> str:
@@ -66,30 +66,6 @@ class ControlPlane(ProcessOwner):
             }
             path.write_text(json.dumps(cfg, indent=1))
         return path
-
-    def log(self, name: str) -> Path:
-        return self.workdir / f"{name}.log"
-
-    # -- lifecycle -----------------------------------------------------------------------------
-
-    def _spawn(self, name: str, argv: list[str]) -> None:
-        with open(self.log(name), "ab") as log:
-            self.procs[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-
-    def _fail(self, name: str, what: str) -> ControlPlaneError:
-        tail = self.log(name).read_text(errors="replace").splitlines()[-25:] if self.log(name).exists() else []
-        return ControlPlaneError(f"{name} {what} (log {self.log(name)}):\n" + "\n".join(tail))
-
-    def _wait(self, name: str, ready, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            proc = self.procs[name]
-            if proc.poll() is not None:
-                raise self._fail(name, f"exited with status {proc.returncode} while starting")
-            if ready():
-                return
-            time.sleep(0.2)
-        raise self._fail(name, f"was not ready after {timeout:.0f} s")
 
     def get(self, path: str, token: str = ADMIN_TOKEN) -> tuple[int, bytes]:
         """GET a path of the API server; (status, body)."""

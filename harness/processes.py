@@ -7,6 +7,9 @@ import os
 import signal
 import socket
 import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Self
 
 
@@ -29,10 +32,39 @@ def stop_group(proc: subprocess.Popen[bytes] | None, grace: float = 10) -> None:
 
 
 class ProcessOwner:
-    """A component made of processes (`self.procs`, in start order): stopped in reverse order, and a context
-    manager that stops them however the block ends."""
+    """A component made of processes (`self.procs`, in start order, each logging to `workdir`/<name>.log): started
+    in a session of their own, waited for with the log's tail in the error, stopped in reverse order, and a
+    context manager that stops them however the block ends."""
 
     procs: dict[str, subprocess.Popen[bytes]]
+    workdir: Path
+    error: type[Exception] = RuntimeError  # what a process that did not start raises
+
+    def log(self, name: str) -> Path:
+        return self.workdir / f"{name}.log"
+
+    def log_tail(self, name: str, lines: int = 25) -> str:
+        path = self.log(name)
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
+
+    def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
+        with open(self.log(name), "ab") as log:
+            self.procs[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                                start_new_session=True, cwd=self.workdir, env=env)
+
+    def _fail(self, name: str, what: str) -> Exception:
+        return self.error(f"{name} {what} (log {self.log(name)}):\n{self.log_tail(name)}")
+
+    def _wait(self, name: str, ready: Callable[[], bool], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            proc = self.procs[name]
+            if proc.poll() is not None:
+                raise self._fail(name, f"exited with status {proc.returncode} while starting")
+            if ready():
+                return
+            time.sleep(0.2)
+        raise self._fail(name, f"was not ready after {timeout:.0f} s")
 
     def stop(self) -> None:
         for name in reversed(list(self.procs)):
