@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -136,3 +138,49 @@ def test_a_selector_reading_a_whole_domain_and_one_of_its_names(fleet):
     assert findings(fleet, cel_workload(text)) == []
     result = gpuc("validate", path)
     assert result.code == 0 and "Traceback" not in result.err, result.err
+
+
+HOST_SELECTOR = "device.attributes['gpu.nvidia.com'].addressingMode == 'HMM'"
+NUMA_SELECTOR = "device.attributes['resource.kubernetes.io'].numaNode == 0"
+
+
+def h100(**host):
+    return [{"name": "h100", "nodes": 1, "gpu": {"model": "H100-80GB", "count": 4}, **({"host": host} if host else {})}]
+
+
+@pytest.mark.parametrize("selector, pools, expected", [
+    # undeclared: gpuc would otherwise decide it on an assumption, so it refuses and says what to declare
+    (HOST_SELECTOR, h100(), "host.addressingMode"),
+    (NUMA_SELECTOR, h100(), "host.numaNodes"),
+    (NUMA_SELECTOR, h100(addressingMode="HMM"), "host.numaNodes"),
+    # declared: decided on what the pool says its hosts publish
+    (HOST_SELECTOR, h100(addressingMode="HMM"), None),
+    (NUMA_SELECTOR, h100(numaNodes=2), None),
+    ("device.attributes['gpu.nvidia.com'].addressingMode == 'ATS'", h100(addressingMode="HMM"), "matches none of the 4 devices"),
+    # declared as none published (a virtual machine): the real driver publishes none either, and the read fails there too
+    (NUMA_SELECTOR, h100(numaNodes=0), "fails on every one of the 4 devices"),
+    # guarded with has(): the selector decides nothing on the host's value when it is absent... but it still reads it
+    ("!has(device.attributes['gpu.nvidia.com'].addressingMode) || device.attributes['gpu.nvidia.com'].addressingMode != 'None'",
+     h100(), "host.addressingMode"),
+])
+def test_a_selector_on_a_host_attribute_is_decided_only_where_the_pool_declares_it(fleet, selector, pools, expected):
+    found = findings(fleet, cel_workload(selector), driver="0.5.0-dev", kubernetes="1.35", pools=pools)
+    if expected is None:
+        assert found == []
+        return
+    (d,) = found
+    assert d.severity == "error" and d.path == "spec.gpu.require.cel[0]"
+    assert expected in d.message + d.hint
+    if expected.startswith("host."):
+        assert "pool(s) h100 of cluster 'c1' do not declare it" in d.message
+        assert d.hint.startswith(f"declare what those nodes publish in nodePools[].{expected}")
+
+
+def test_a_host_attribute_read_from_a_cluster_export_is_decided_on_its_slices(fleet):
+    """--state: the real slices say what the hosts publish, so there is nothing to declare."""
+    compiled = compile_single(fleet(clusters=[cluster_doc(driver="0.5.0-dev", kubernetes="1.35", pools=h100())],
+                                    workloads=cel_workload(HOST_SELECTOR)))
+    inventory = synthesize_for(compiled)
+    exported = dataclasses.replace(inventory, source="state.yaml")
+    (d,) = check_selectors(compiled, exported)
+    assert "fails on every one of the 4 devices" in d.message  # read from slices that lack it, as the cluster would

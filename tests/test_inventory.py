@@ -42,7 +42,7 @@ def a100_mig_pool(layout="all-balanced", **extra):
     ("0.5.0-dev", {"resource.kubernetes.io/pciBusID", "resource.kubernetes.io/numaNode"}, {"pcieBusID", "index"}),
 ])
 def test_full_gpu_attribute_names_follow_the_driver_version(fleet, driver, present, absent):
-    inv = inventory(fleet, driver=driver, pools=[h100_pool()])
+    inv = inventory(fleet, driver=driver, pools=[h100_pool(host={"addressingMode": "HMM", "numaNodes": 2})])
     device = gpu_devices(inv)[0]
     names = {n if d == GPU else f"{d}/{n}" for d, values in device.attributes.items() for n in values}
     assert present <= names
@@ -80,7 +80,7 @@ def test_static_mig_devices_replace_the_full_gpu(fleet, driver, name):
     assert three_g.name == name
     assert {k: str(v) for k, v in three_g.capacity[GPU].items()} == {
         "multiprocessors": "42", "copyEngines": "3", "decoders": "2", "encoders": "0", "jpegEngines": "0", "ofaEngines": "0",
-        "memory": "40192Mi", "memorySlice4": "1", "memorySlice5": "1", "memorySlice6": "1", "memorySlice7": "1"}
+        "memory": "40448Mi", "memorySlice4": "1", "memorySlice5": "1", "memorySlice6": "1", "memorySlice7": "1"}
     parents = {d.attributes[GPU]["parentUUID"] for d in devices}
     assert len(parents) == 2 and all(p.startswith("GPU-") for p in parents)
     assert all(d.attributes[GPU]["uuid"].startswith("MIG-") for d in devices)
@@ -115,6 +115,23 @@ def test_dynamic_mig_publishes_placements_consuming_shared_counters(fleet):
     assert dict(three[1].consumes[0].counters).keys() >= {"memory-slice-4", "memory-slice-7"}
     assert "memory-slice-0" not in dict(three[1].consumes[0].counters)
     assert "uuid" not in three[0].attributes[GPU]  # a placement has no MIG UUID until a claim creates it
+
+
+@pytest.mark.parametrize("driver, gpu_lacks, placement_lacks", [
+    # v25.12.0 partitions.go: the full GPU from PartDevAttributes (+ pcieRoot), a placement from MigSpec.PartAttributes
+    ("25.12.0", {"addressingMode"}, {"addressingMode", "resource.kubernetes.io/pcieRoot"}),
+    # main: both from the default path's Attributes() (hardware/*/driver-main-0.5.0-dev-dynamic-mig.json)
+    ("0.5.0-dev", set(), set()),
+])
+def test_dynamic_mig_attributes_follow_the_line(fleet, driver, gpu_lacks, placement_lacks):
+    pool = {**dynamic_pool(count=1), "host": {"addressingMode": "HMM", "numaNodes": 1}}
+    inv = inventory(fleet, driver=driver, kubernetes="1.35", pools=[pool])
+    names = {d.name: {n if dom == GPU else f"{dom}/{n}" for dom, values in d.attributes.items() for n in values} for d in gpu_devices(inv)}
+    every = {"addressingMode", "resource.kubernetes.io/pcieRoot"}
+    assert every - names["gpu-0"] == gpu_lacks
+    assert every - names["gpu-0-mig-1g10gb-19-0"] == placement_lacks
+    static = inventory(fleet, driver=driver, kubernetes="1.35", pools=[{**pool, "mig": {"layout": "all-1g.10gb"}}])
+    assert every <= {n if dom == GPU else f"{dom}/{n}" for dom, values in gpu_devices(static)[0].attributes.items() for n in values}
 
 
 def dynamic_pool(nodes=1, count=8):

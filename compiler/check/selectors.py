@@ -12,7 +12,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from ..cel import Problem, Published, check_expression, compile_selector
+from ..cel import Problem, Published, analyse, check_expression, compile_selector, parse
+from ..cel.engine import nesting, stack_for
 from ..diagnostics import Diagnostic, Path, did_you_mean, format_path
 from ..facts.driver import driver_lines
 from ..load.yaml_source import SourceDoc
@@ -24,8 +25,9 @@ from ..place.allocator.pods import device_classes
 from ..place.allocator.reasons import pretty, values_hint
 from ..place.allocator.requests import ClaimError, DeviceClass, parse_claim_spec, parse_device_class
 from ..place.inventory import Device, Inventory, published
-from ..place.inventory.published import with_nics
+from ..place.inventory.published import undeclared_host_attributes, with_nics
 from ..place.inventory.selection import select
+from ..place.inventory.synth import SYNTHESIZED
 from ..plan.sizing import floor_text
 from ..validate.intents import Require
 
@@ -97,6 +99,9 @@ class _Checker:
         # step is computed once per (device scope, selectors so far) and reused.
         self._problems: dict[str, list[Problem]] = {}
         self._steps: dict[tuple, tuple[list[Device], int, str]] = {}
+        # host facts no pool declared are absent from a synthesized inventory, not absent from the cluster
+        self.undeclared = undeclared_host_attributes(compiled.cluster.driver, compiled.cluster.dra_pools) \
+            if inventory.source == SYNTHESIZED else {}
 
     def problems(self, text: str) -> list[Problem]:
         found = self._problems.get(text)
@@ -114,6 +119,22 @@ class _Checker:
             failure = "" if first is None else f"{every[first].driver}/{every[first].name}: {failures[first]}"
             found = self._steps[key] = ([every[i] for i in indices], len(failures), failure)
         return found
+
+    def host_reads(self, text: str) -> list[tuple[str, str]]:
+        """The undeclared host attributes `text` reads (called once check_expression found `text` compiles)."""
+        if not self.undeclared:
+            return []
+        tree = parse(text)
+        with stack_for(nesting(tree)):
+            refs = analyse(tree).refs
+        return sorted({(r.domain, r.name) for r in refs if r.field == "attributes" and (r.domain, r.name) in self.undeclared})  # type: ignore[misc]
+
+    def host_finding(self, origin: SourceDoc, path: Path, label: str, attribute: tuple[str, str]) -> None:
+        field, pools = self.undeclared[attribute]
+        self.add(origin, path, f"{label} reads {attribute[0]}/{attribute[1]}, which the driver publishes from the host, not the GPU "
+                 f"model, and pool(s) {', '.join(pools)} of cluster '{self.cluster.name}' do not declare it: gpuc cannot tell "
+                 "which devices it matches", f"declare what those nodes publish in nodePools[].host.{field} (see `kubectl get "
+                 "resourceslices -o yaml` on one of them), or plan against the cluster's own slices with --state")
 
     def add(self, origin: SourceDoc, path: Path, message: str, hint: str = "", severity: str = "error") -> None:
         self.findings.append(Diagnostic(origin.file, origin.line_of(path), format_path(path), message, hint, severity))  # type: ignore[arg-type]
@@ -147,6 +168,11 @@ class _Checker:
             for p in problems:
                 self.add(obj.origin, where(text), f"{label}: selector `{text}`: {p.message}", self._hint(p), p.severity)
             if any(p.severity == "error" for p in problems):
+                return
+            host = self.host_reads(text)
+            for attribute in host:
+                self.host_finding(obj.origin, where(text), f"{label}: selector `{text}`", attribute)
+            if host:
                 return
             matched, failed, failure = self.step((scope, texts[: i + 1]), text, devices)
             if failed:
@@ -214,7 +240,9 @@ class _Checker:
                 self.chain(obj, label, option.selectors, base, f"class {cls.name}")
         for constraint in claim.constraints:
             domain, _, attribute = constraint.attribute.rpartition("/")
-            if attribute not in self.published.attributes.get(domain, {}):
+            if (domain, attribute) in self.undeclared:
+                self.host_finding(obj.origin, ("spec", "gpu"), f"{name}: matchAttribute {constraint.attribute}", (domain, attribute))
+            elif attribute not in self.published.attributes.get(domain, {}):
                 self.add(obj.origin, ("spec", "gpu"), f"{name}: matchAttribute {constraint.attribute} is not published by "
                          f"driver {self.cluster.spec.dra_driver.version}, so no device can satisfy the constraint")
 

@@ -26,6 +26,8 @@ def catalog_data() -> dict[str, Any]:
             "model": key, "productName": m.product_name, "architecture": m.architecture, "memoryMiB": m.memory_mib,
             "nvlink": m.nvlink, "multiNodeNvlink": m.multi_node_nvlink,
             "migProfiles": _profiles(m),
+            "provenance": {group: {"kind": kind, "source": source} for group, kind, source in m.provenance.kinds},
+            "estimatedMigProfiles": list(m.provenance.estimated),
         } for key, m in catalog.gpu_models().items()],
         "draDriverLines": [{"line": line.id, "versions": line.versions, "releases": list(line.releases),
                             "chart": f"{line.chart_repository}/{line.chart_name}",
@@ -40,13 +42,23 @@ def catalog_data() -> dict[str, Any]:
     }
 
 
+def _provenance_text(model: dict[str, Any]) -> str:
+    """`memory measured, MIG observed (3g.90gb, 7g.180gb estimated)`: how far to trust each group of facts."""
+    parts = []
+    for group, entry in model["provenance"].items():
+        estimated = f" ({', '.join(model['estimatedMigProfiles'])} estimated)" if group == "mig" and model["estimatedMigProfiles"] else ""
+        parts.append(f"{'MIG' if group == 'mig' else group} {entry['kind']}{estimated}")
+    return ", ".join(parts)
+
+
 def catalog_text(data: dict[str, Any]) -> str:
-    lines = ["GPU models (nodePools[].gpu.model):"]
+    lines = ["GPU models (nodePools[].gpu.model; each fact's source: gpuc catalog --output json):"]
     width = max(len(m["model"]) for m in data["gpuModels"])
     for m in data["gpuModels"]:
         mig = f"MIG {', '.join(m['migProfiles'])}" if m["migProfiles"] else "no MIG"
         nvlink = {"mnnvl": "multi-node NVLink", "nvswitch": "NVSwitch", "none": "no NVLink"}.get(m["nvlink"], m["nvlink"])
         lines.append(f"  {m['model'].ljust(width)}  {m['productName']}, {m['architecture']}, {m['memoryMiB'] // 1024} GiB, {nvlink}; {mig}")
+        lines.append(f"  {''.ljust(width)}  facts: {_provenance_text(m)}")
     lines += ["", "DRA driver lines (draDriver.version):"]
     lines += [f"  {d['line'].ljust(5)}  {d['versions'].ljust(7)}  releases {', '.join(d['releases'])}; chart {d['chart']}"
               for d in data["draDriverLines"]]

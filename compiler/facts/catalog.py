@@ -37,6 +37,20 @@ class MigGeometry:
     balanced: dict[str, int]
 
 
+PROVENANCE_KINDS = ("measured", "documented", "observed", "estimated")  # data/gpu_catalog.yaml header
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a model's facts come from: per group (`memory`, `mig`) a kind and its source."""
+
+    kinds: tuple[tuple[str, str, str], ...]  # (group, kind, source)
+    estimated: tuple[str, ...] = ()  # MIG profiles whose values are estimates within an otherwise sourced group
+
+    def kind(self, group: str) -> str:
+        return next((k for g, k, _ in self.kinds if g == group), "estimated")
+
+
 @dataclass(frozen=True)
 class GpuModel:
     key: str
@@ -48,8 +62,8 @@ class GpuModel:
     multiprocessors: int
     pci_device_ids: tuple[str, ...]
     mig: MigGeometry | None
-    addressing_mode: str | None = None  # overrides hostDefaults.addressingMode
     nvlink: str = "none"  # nvswitch | mnnvl | none (see data/gpu_catalog.yaml)
+    provenance: Provenance = Provenance(())
 
     @property
     def nvlink_within_node(self) -> bool:
@@ -107,6 +121,14 @@ def _geometry(data: dict, shapes: dict) -> MigGeometry:
     return MigGeometry(data["geometry"], shape_table["computeSlices"], shape_table["memorySlices"], profiles, dict(data["balanced"]))
 
 
+def _provenance(key: str, data: dict) -> Provenance:
+    kinds = tuple((group, str(v["kind"]), str(v["source"])) for group, v in data.items() if group != "estimated")
+    bad = [k for _, k, _ in kinds if k not in PROVENANCE_KINDS]
+    if bad:
+        raise ValueError(f"gpu_catalog.yaml {key}: provenance kind {bad[0]!r} is not one of {', '.join(PROVENANCE_KINDS)}")
+    return Provenance(kinds, tuple(data.get("estimated") or ()))
+
+
 @cache
 def gpu_models() -> dict[str, GpuModel]:
     table = load_table("gpu_catalog")
@@ -122,8 +144,8 @@ def gpu_models() -> dict[str, GpuModel]:
             multiprocessors=m["multiprocessors"],
             pci_device_ids=tuple(m["pciDeviceIds"]),
             mig=_geometry(m["mig"], table["migShapes"]) if "mig" in m else None,
-            addressing_mode=m.get("addressingMode"),
             nvlink=m.get("nvlink", "none"),
+            provenance=_provenance(key, m.get("provenance") or {}),
         )
     return models
 

@@ -165,6 +165,8 @@ class AttributeFact:
     name: str  # as published: unqualified (driver domain) or domain/name
     type: str  # string | int | bool | version
     when: str = ""  # gate that must be on for the attribute to appear
+    unless: str = ""  # gate that, when on, keeps the attribute off this line's devices
+    host: str = ""  # nodePools[].host.<field> declaring it: the value is the host's (NVML, kernel), not the GPU model's
 
     @property
     def qualified(self) -> tuple[str, str]:
@@ -183,7 +185,9 @@ def device_attributes(line: DriverLine, device_type: str) -> dict[str, Attribute
             continue
         if "until" in a and not line.at_most(str(a["until"])):
             continue
-        out[name] = AttributeFact(name, a["type"], a.get("when", ""))
+        absent = a.get("absentWith") or {}
+        unless = absent["gate"] if absent and line.at_most(str(absent["until"])) else ""
+        out[name] = AttributeFact(name, a["type"], a.get("when", ""), unless, str(a.get("host", "")))
     return out
 
 

@@ -92,6 +92,20 @@ class PoolNics(Model):
                                           "vf), in its own domain: gpuc's synthesized NICs carry them, so gpu.nics.cel selects on them")
 
 
+class PoolHost(Model):
+    """What the pool's hosts make the DRA driver publish, beside the GPU model: known only to whoever built the nodes."""
+
+    addressing_mode: Literal["None", "HMM", "ATS"] | None = Field(
+        None, description="the GPUs' addressingMode attribute as NVML reports it on these nodes (`nvidia-smi -q | grep -i "
+                          "addressing`): None on most virtual machines, HMM on x86 hosts with the open kernel modules and HMM, "
+                          "ATS on Grace hosts; unset: gpuc publishes no addressingMode and refuses selectors that read it")
+    numa_nodes: int | None = Field(
+        None, ge=0, le=16, description="how many NUMA nodes the kernel spreads a node's GPUs over (GPU i on node "
+                                       "i * numaNodes / GPUs), published as resource.kubernetes.io/numaNode (driver 0.5+); 0: the "
+                                       "kernel reports none (virtual machines), so the driver publishes none; unset: gpuc "
+                                       "publishes none and refuses selectors and constraints that read it")
+
+
 class NodePool(Model):
     name: DnsLabel
     nodes: int = Field(ge=1, le=100_000)
@@ -112,6 +126,9 @@ class NodePool(Model):
         default_factory=dict, description="labels the pool's nodes carry beside gpuc's own (e.g. GKE's "
                                           "gke-no-default-nvidia-gpu-device-plugin: \"true\" on DRA pools): emitted with the "
                                           "other node labels (node-labels.yaml, Node patches)")
+    host: PoolHost | None = Field(
+        None, description="host facts the driver publishes as device attributes (addressingMode, NUMA node); they depend on "
+                          "the machine, not the GPU model, so gpuc assumes none")
     passthrough: bool = Field(
         False, description="the pool's GPUs go to VMs through vfio-pci (KubeVirt-style): the driver's PassthroughSupport gate "
                            "(25.12+) publishes them as vfio.gpu.nvidia.com devices, and only gpu.passthrough workloads may use them")

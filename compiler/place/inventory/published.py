@@ -60,3 +60,23 @@ def published(line: DriverLine) -> Published:
     if vfio:
         capacities |= set(device_capacities("vfio"))
     return Published({d: dict(sorted(a.items())) for d, a in sorted(attributes.items())}, {GPU_DRIVER: frozenset(capacities)})
+
+
+def undeclared_host_attributes(line: DriverLine, pools: Iterable[ResolvedPool]) -> dict[tuple[str, str], tuple[str, tuple[str, ...]]]:
+    """(domain, name) of each attribute whose value is the host's -> (the nodePools[].host field declaring it, the
+    DRA pools that leave it undeclared). The synthesized inventory does not publish such an attribute on those
+    pools, so what a selector reading it decides there is not known offline."""
+    out: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {}
+    for device_type in ("gpu", "mig", "vfio"):
+        for fact in device_attributes(line, device_type).values():
+            if not fact.host:
+                continue
+            missing = tuple(p.name for p in pools if p.spec.host is None or getattr(p.spec.host, _field(fact.host)) is None)
+            if missing:
+                out[fact.qualified] = (fact.host, missing)
+    return out
+
+
+def _field(alias: str) -> str:
+    """The PoolHost attribute behind a camelCase intent field (numaNodes -> numa_nodes)."""
+    return "".join("_" + c.lower() if c.isupper() else c for c in alias)

@@ -94,7 +94,7 @@ class _Gpu(NamedTuple):  # NamedTuple, not a frozen dataclass: built per GPU and
     uuid: str
     bus_id: str
     root: str
-    numa: int
+    numa: int | None  # None: the pool does not declare its hosts' NUMA nodes, or they report none
     partitions: dict[int, int]  # NVLink partition size -> partition id
 
 
@@ -104,7 +104,7 @@ class _Host:
     compute_capability: Semver
     driver_version: Semver
     cuda_version: Semver
-    addressing_mode: str
+    addressing_mode: str | None  # None: the pool does not declare it (nodePools[].host), so nothing is published
     setup: DriverSetup
     fabric: bool  # partition attributes are published (gate on, pool has an NVLink fabric)
 
@@ -192,7 +192,7 @@ def _attribute_plan(facts: dict[str, AttributeFact], gates: frozenset[str]) -> P
     """(value source, domain, name) of each attribute a device type publishes with these gates, resolved once per pool."""
     plan = []
     for name, fact in facts.items():
-        if not fact.when or fact.when in gates:
+        if (not fact.when or fact.when in gates) and fact.unless not in gates:
             domain, ident = qualify(name, GPU_DRIVER)
             plan.append((_VALUES[name], domain, ident))
     return plan
@@ -239,7 +239,7 @@ class _Builder:
             compute_capability=Semver.parse(normalize_version(model.compute_capability)),
             driver_version=Semver.parse(normalize_version(pool.spec.driver_version or defaults["driverVersion"])),
             cuda_version=Semver.parse(normalize_version(defaults["cudaDriverVersion"])),
-            addressing_mode=model.addressing_mode or defaults["addressingMode"],
+            addressing_mode=pool.spec.host.addressing_mode if pool.spec.host else None,
             setup=setup,
             fabric="FabricManagerPartitioning" in setup.gates and bool(pool.partitions),
         )
@@ -257,9 +257,11 @@ class _Builder:
         # A node may hold the GPUs of several pools (one per model): this pool's are numbered after the earlier ones'.
         self.offset = cluster.gpu_offset(pool)
         on_node = sum(p.spec.gpu.count for p in cluster.node_mates(pool))
+        numa_nodes = pool.spec.host.numa_nodes if pool.spec.host else None
         # per GPU slot of a node, what every node of the pool has there: PCI address, root, NUMA node, partitions
         self._slots = [(defaults["pciBusIds"][self.offset + i], defaults["pcieRoots"][self.offset + i],
-                        (self.offset + i) * defaults["numaNodes"] // on_node, {size: pid for size, pid in ids.items() if size in offered})
+                        (self.offset + i) * numa_nodes // on_node if numa_nodes else None,
+                        {size: pid for size, pid in ids.items() if size in offered})
                        for i, ids in partition_ids(count).items()]
         self._cluster_name = cluster.name
         self.full_capacity = {GPU_DRIVER: {"memory": Quantity.of_bytes(model.memory_bytes)}}
