@@ -102,6 +102,7 @@ class _Checker:
         # host facts no pool declared are absent from a synthesized inventory, not absent from the cluster
         self.undeclared = undeclared_host_attributes(compiled.cluster.driver, compiled.cluster.dra_pools) \
             if inventory.source == SYNTHESIZED else {}
+        self._host_reads: dict[str, list[tuple[str, str]]] = {}
 
     def problems(self, text: str) -> list[Problem]:
         found = self._problems.get(text)
@@ -124,10 +125,14 @@ class _Checker:
         """The undeclared host attributes `text` reads (called once check_expression found `text` compiles)."""
         if not self.undeclared:
             return []
-        tree = parse(text)
-        with stack_for(nesting(tree)):
-            refs = analyse(tree).refs
-        return sorted({(r.domain, r.name) for r in refs if r.field == "attributes" and (r.domain, r.name) in self.undeclared})  # type: ignore[misc]
+        found = self._host_reads.get(text)
+        if found is None:
+            tree = parse(text)
+            with stack_for(nesting(tree)):
+                refs = analyse(tree).refs
+            found = self._host_reads[text] = sorted(
+                {(r.domain, r.name) for r in refs if r.field == "attributes" and (r.domain, r.name) in self.undeclared})  # type: ignore[misc]
+        return found
 
     def host_finding(self, origin: SourceDoc, path: Path, label: str, attribute: tuple[str, str]) -> None:
         field, pools = self.undeclared[attribute]
