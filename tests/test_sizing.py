@@ -140,7 +140,7 @@ def test_a_mig_mix_too_small_for_the_model_warns(fleet):
                          gpu={"mig": {"slices": [{"profile": "3g.40gb"}]}})
     path = fleet(clusters=[cluster_doc(pools=[a100])], workloads={"w.yaml": [big, small]})
     result = gpuc("validate", path)
-    assert "spec.gpu.mig.slices: the model needs 159.0 GiB, but these MIG slices hold 39.2 GiB" in result.err, result.err
+    assert "spec.gpu.mig.slices: the model needs 159.0 GiB, but these MIG slices hold 39.5 GiB" in result.err, result.err
     assert result.err.count("these MIG slices hold") == 1  # the 1B model fits its slice
 
 
