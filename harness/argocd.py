@@ -18,12 +18,14 @@ harness API server as the destination the Applications ask for.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import secrets
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -406,9 +408,21 @@ def _common_env(argo: ArgoCD, binary_name: str) -> dict[str, str]:
             "ARGOCD_GPG_ENABLED": "false", "KUBECONFIG": str(argo.cp.kubeconfig())}
 
 
+def _ask_pass_socket(argo: ArgoCD) -> Path:
+    """The askpass socket's path: in the workdir while it fits a unix socket's 107 bytes, else a short one under
+    the temp dir named after the workdir (pytest-xdist's per-worker temp paths outgrow the limit)."""
+    path = argo.workdir / "reposerver-ask-pass.sock"
+    if len(str(path).encode()) <= 100:
+        return path
+    digest = hashlib.sha256(str(argo.workdir).encode()).hexdigest()[:16]
+    short = Path(tempfile.gettempdir()) / f"gpuc-argocd-{digest}.sock"
+    short.unlink(missing_ok=True)  # left by a run that was killed
+    return short
+
+
 def _start_repo_server(argo: ArgoCD, bins: dict[str, Path], resync_s: int) -> None:
     """Plaintext gRPC on loopback; helm and kustomize from the build first on PATH; clones, the askpass
-    socket (a fixed /tmp path by default: two repo servers would share it) and temp files in the workdir.
+    socket (a fixed /tmp path by default: two repo servers would share it; _ask_pass_socket) and temp files in the workdir.
     The branch -> commit cache expires with the resync period, as the install's timeout.reconciliation makes
     it (its default is 3 minutes: a new commit would go unseen that long)."""
     tools = argo.workdir / "bin"
@@ -421,7 +435,7 @@ def _start_repo_server(argo: ArgoCD, bins: dict[str, Path], resync_s: int) -> No
     tmp.mkdir(exist_ok=True)
     env = _common_env(argo, "argocd-repo-server") | {
         "PATH": f"{tools}{os.pathsep}{os.environ.get('PATH', '')}", "TMPDIR": str(tmp),
-        "ARGOCD_ASK_PASS_SOCK": str(argo.workdir / "reposerver-ask-pass.sock"),
+        "ARGOCD_ASK_PASS_SOCK": str(_ask_pass_socket(argo)),
         "HELM_CACHE_HOME": str(argo.workdir / "helm/cache"), "HELM_CONFIG_HOME": str(argo.workdir / "helm/config"),
         "HELM_DATA_HOME": str(argo.workdir / "helm/data"),
     }

@@ -69,9 +69,9 @@ class ControlPlane(ProcessOwner):
 
     def get(self, path: str, token: str = ADMIN_TOKEN) -> tuple[int, bytes]:
         """GET a path of the API server; (status, body)."""
-        ctx = ssl.create_default_context(cafile=str(self.ca_file))
         req = urllib.request.Request(self.server + path, headers={"Authorization": f"Bearer {token}"})
-        try:
+        try:  # the context too: while the API server writes its certificate, the file can exist and be empty
+            ctx = ssl.create_default_context(cafile=str(self.ca_file))
             with urllib.request.urlopen(req, context=ctx, timeout=10) as resp:
                 return resp.status, resp.read()
         except urllib.error.HTTPError as e:
