@@ -340,6 +340,12 @@ def cmd_init(args: argparse.Namespace) -> int:
 def cmd_catalog(args: argparse.Namespace) -> int:
     from .emit.catalog import catalog_data, catalog_text
 
+    if args.matrix:
+        from .emit.platform_matrix import matrix_page
+        from .matrix import cases, judge
+
+        print(matrix_page(judge(cases())), end="")
+        return EXIT_OK
     data = catalog_data()
     print(json.dumps(data, indent=2) if args.output == "json" else catalog_text(data), end="" if args.output != "json" else "\n")
     return EXIT_OK
@@ -459,6 +465,11 @@ def _gates(text: str) -> list[str]:
 def cmd_schema(args: argparse.Namespace) -> int:
     from .emit.schema import input_schema
 
+    if args.markdown:
+        from .emit.reference import intent_reference
+
+        print(intent_reference(input_schema()), end="")
+        return EXIT_OK
     print(json.dumps(input_schema(), indent=2, sort_keys=True))
     return EXIT_OK
 
@@ -571,8 +582,14 @@ def build_parser() -> argparse.ArgumentParser:
     init = add("init", cmd_init, "write a new fleet (one cluster, one workload) that validates", fleet=False, outputs=("text",))
     init.add_argument("directory", metavar="DIRECTORY", help="the new fleet directory")
     init.add_argument("--cluster", default="my-cluster", help="the cluster's name (default: my-cluster)")
-    add("catalog", cmd_catalog, "list the GPU models, MIG profiles, DRA driver lines and Kubernetes versions gpuc knows", fleet=False)
-    add("schema", cmd_schema, "print the JSON Schema of the input kinds", fleet=False)
+    catalog = add("catalog", cmd_catalog, "list the GPU models, MIG profiles, DRA driver lines and Kubernetes versions gpuc knows",
+                  fleet=False)
+    catalog.add_argument("--matrix", action="store_true", help="compile every Kubernetes minor with every DRA driver line and "
+                                                              "operator release, and print the platform matrix page "
+                                                              "(docs/reference/platform-matrix.md)")
+    schema = add("schema", cmd_schema, "print the JSON Schema of the input kinds", fleet=False)
+    schema.add_argument("--markdown", action="store_true", help="print the intent format reference page instead "
+                                                                "(docs/reference/intent-format.md)")
     return parser
 
 

@@ -1,4 +1,4 @@
-"""A newcomer's first hour and CI's: a quiet example, README snippets that compile, paths that open,
+"""A newcomer's first hour and CI's: a quiet example, snippets of the README and docs/ that compile, links and paths that open,
 a diff that never crashes as "gate tripped", and the discoverability commands."""
 
 from __future__ import annotations
@@ -24,40 +24,101 @@ def test_the_readmes_first_command_prints_no_warning(tmp_path):
     assert result.stderr == ""
 
 
-# ------------------------------------------------------------------------------------- README snippets
+# ------------------------------------------------------------------------------------- snippets and links of the docs
 
-def _yaml_snippets() -> list[tuple[int, str]]:
-    text = (REPO / "README.md").read_text()
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+
+
+def _yaml_snippets(page: Path) -> list[tuple[int, str]]:
+    text = page.read_text()
     return [(text[:m.start()].count("\n") + 1, m.group(1)) for m in re.finditer(r"```yaml\n(.*?)```", text, re.S)]
 
 
 SNIPPET_CLUSTER = cluster_doc("snippets", kubernetes="1.36", driver="0.5.1", pools=[
     {"name": "h200", "nodes": 2, "gpu": {"model": "H200-141GB", "count": 8}},
     {"name": "h100", "nodes": 2, "gpu": {"model": "H100-80GB", "count": 8}}])
+SNIPPET_PAGES = [page for page in PAGES if _yaml_snippets(page)]
 
 
-def test_every_yaml_snippet_of_the_readme_validates(tmp_path):
-    """Whole documents go into a fleet as they are; `gpu:` fragments become the gpu block of a workload on a
-    cluster recent enough for them. The fleet must validate with no error."""
-    snippets = _yaml_snippets()
-    assert len(snippets) >= 5
+def test_the_docs_show_yaml_to_copy():
+    """The snippet test below must have something to prove: the README and the how-to pages hold intents."""
+    shown = {page.relative_to(REPO).as_posix(): len(_yaml_snippets(page)) for page in SNIPPET_PAGES}
+    assert shown.get("README.md", 0) >= 3 and shown.get("docs/tutorial.md", 0) >= 2, shown
+    assert sum(n for name, n in shown.items() if name.startswith("docs/how-to/")) >= 15, shown
+
+
+@pytest.mark.parametrize("page", SNIPPET_PAGES, ids=lambda p: p.relative_to(REPO).as_posix())
+def test_every_yaml_snippet_of_a_page_validates(page, tmp_path):
+    """Each page is one fleet: whole documents go into it as they are; `spec:` fragments become a cluster of their
+    own, `gpu:` fragments the gpu block of a workload on a cluster recent enough for them. A workload names clusters
+    of its own page. The fleet must validate with no error."""
+    name = page.relative_to(REPO).as_posix()
     clusters, workloads = [SNIPPET_CLUSTER], {}
-    for line, text in snippets:
-        doc = yaml.safe_load(text)
-        if doc.get("apiVersion") == "gpuc.dev/v1alpha1":
-            if doc["kind"] == "Cluster":
-                clusters.append(doc)
+    for line, text in _yaml_snippets(page):
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+        assert docs, f"{name}:{line}: an empty yaml snippet"
+        for doc in docs:
+            if doc.get("apiVersion") == "gpuc.dev/v1alpha1":
+                if doc["kind"] == "Cluster":
+                    clusters.append(doc)
+                else:
+                    workloads.setdefault(f"snippet-{line}.yaml", []).append(doc)
+            elif set(doc) == {"spec"}:  # a fragment of a Cluster's spec: a cluster of its own with it
+                clusters.append(deep_update(copy.deepcopy(SNIPPET_CLUSTER), {"metadata": {"name": f"snippets-{line}"}, **doc}))
             else:
-                workloads[f"readme-{line}.yaml"] = text
-        elif set(doc) == {"spec"}:  # a fragment of a Cluster's spec: a cluster of its own with it
-            clusters.append(deep_update(copy.deepcopy(SNIPPET_CLUSTER), {"metadata": {"name": f"snippets-{line}"}, **doc}))
-        else:
-            assert set(doc) == {"gpu"}, f"README line {line}: a snippet gpuc cannot place: {text}"
-            workloads[f"readme-{line}.yaml"] = [workload_doc(f"readme-{line}", clusters=["snippets"], **doc)]
+                assert set(doc) == {"gpu"}, f"{name}:{line}: a snippet gpuc cannot place (fence output as text): {text}"
+                workloads[f"snippet-{line}.yaml"] = [workload_doc(f"snippet-{line}", clusters=["snippets"], **doc)]
     root = write_fleet(tmp_path / "fleet", clusters, workloads)
     result = gpuc("validate", root)
-    assert result.code == 0, result.err
+    assert result.code == 0, f"{name}: {result.err}"
     assert ": error:" not in result.err
+
+
+_LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def _prose(text: str) -> str:
+    """The page without its code blocks and code spans, where brackets are not links."""
+    return re.sub(r"`[^`\n]*`", "", re.sub(r"```.*?```", "", text, flags=re.S))
+
+
+def _anchors(page: Path) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation but hyphens dropped, spaces as hyphens."""
+    headings = re.findall(r"^#{1,6} (.+)$", re.sub(r"```.*?```", "", page.read_text(), flags=re.S), re.M)
+    return {re.sub(r"[^\w\- ]", "", h.replace("`", "").strip().lower()).replace(" ", "-") for h in headings}
+
+
+def _links(page: Path) -> list[str]:
+    return [t for t in _LINK.findall(_prose(page.read_text())) if not re.match(r"^[a-z][a-z0-9+.-]*:", t)]
+
+
+def test_every_relative_link_of_the_docs_opens():
+    """Every relative link of the README and docs/ names a file of the checkout, and its #anchor a heading there."""
+    broken = []
+    for page in PAGES:
+        for target in _links(page):
+            path, _, anchor = target.partition("#")
+            resolved = (page.parent / path).resolve() if path else page
+            if not resolved.exists():
+                broken.append(f"{page.relative_to(REPO)}: {target} (no such file)")
+            elif anchor and (resolved.suffix != ".md" or anchor not in _anchors(resolved)):
+                broken.append(f"{page.relative_to(REPO)}: {target} (no heading with that anchor)")
+            elif REPO not in resolved.parents and resolved != REPO:
+                broken.append(f"{page.relative_to(REPO)}: {target} (outside the checkout)")
+    assert broken == []
+    assert _anchors(REPO / "docs" / "reference" / "output-checks.md") >= {"acknowledging-a-warning"}
+
+
+def test_every_docs_page_is_reachable_from_the_readme():
+    """Nothing moved out of the README is lost: every page of docs/ is a chain of links away from it."""
+    seen, todo = set(), [REPO / "README.md"]
+    while todo:
+        page = todo.pop()
+        if page in seen or page.suffix != ".md" or not page.exists():
+            continue
+        seen.add(page)
+        todo += [(page.parent / t.partition("#")[0]).resolve() for t in _links(page) if t.partition("#")[0]]
+    assert [p.relative_to(REPO).as_posix() for p in PAGES if p not in seen] == []
 
 
 # ------------------------------------------------------------------------------------- paths, crashes
@@ -193,6 +254,14 @@ def test_init_scaffolds_a_fleet_that_validates_quietly(tmp_path):
     assert again.code == 2 and "exists and is not empty" in again.err
     assert gpuc("init", tmp_path / "other", "--cluster", "Prod_East").code == 2 and not (tmp_path / "other").exists()
     assert (tmp_path / "fleet" / ".gitignore").read_text() == "rendered/\n"  # gpuc writes nothing else into the fleet
+
+
+def test_the_tutorial_shows_what_init_writes(tmp_path, monkeypatch):
+    """The tutorial's first workload is the file `gpuc init` writes, comment for comment."""
+    monkeypatch.chdir(tmp_path)
+    assert gpuc("init", "my-fleet", "--cluster", "prod-east").code == 0
+    written = (tmp_path / "my-fleet" / "workloads" / "example.yaml").read_text()
+    assert written in (REPO / "docs" / "tutorial.md").read_text()
 
 
 def test_init_says_what_gpu_cluster_mode_needs(tmp_path):

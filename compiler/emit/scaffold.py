@@ -44,7 +44,7 @@ spec:
   clusters: [{cluster}]
   replicas: 1
   gpu:
-    count: 1                                  # or: mig, sharing, memory, alternatives, multiNode (see the README)
+    count: 1                                  # or: mig, sharing, memory, alternatives, multiNode (gpuc's docs/how-to)
 """
 
 GITIGNORE = "rendered/\n"  # the incremental build's cache lives outside the fleet ($XDG_CACHE_HOME/gpuc)

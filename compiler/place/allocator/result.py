@@ -109,7 +109,7 @@ PLACEMENT_NOTES = (
     "equivalent device or node",
     "gpuc allocates with the DRA feature gates the cluster's Kubernetes minor turns on by default; alpha gates a "
     "cluster turns on itself (list-typed and derived attributes, compatibility groups, optional node operations) "
-    "change the scheduler's answers (README: Where gpuc's allocator differs from the scheduler)",
+    "change the scheduler's answers (docs/explanation/allocator-vs-scheduler.md)",
 )
 
 
