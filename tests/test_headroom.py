@@ -105,3 +105,10 @@ def test_plan_prints_the_addition_in_text_and_json(fleet) -> None:
     assert "to place the 3 pod(s) that do not fit, add 2 nodes to pool h100 (16 GPUs)" in text.out
     data = __import__("json").loads(gpuc("plan", path, "--output", "json").out)
     assert data["clusters"][0]["headroom"]["recommended"] == [{"pool": "h100", "nodes": 2, "gpus": 16}]
+
+
+def test_pods_the_scheduler_would_refuse_are_named_not_searched(fleet) -> None:
+    bad = workload_doc("bad", "team", gpu={"count": 1, "require": {"cel": ["device.attributes['gpu.nvidia.com'].noSuchAttribute == 1"]}})
+    room = _headroom(fleet, [dict(H100)], [bad])
+    assert room.pending == 0 and room.recommended == ()
+    assert [pod for pod, _ in room.stuck] == ["bad-0"] and "scheduler would report an error" in room.stuck[0][1]

@@ -220,7 +220,7 @@ def headroom(cluster: ResolvedCluster, chart_values: dict[str, Any], node_labels
     pools = [p for p in cluster.dra_pools if p.spec.nodes and cluster.node_mates(p)[0] is p]  # one entry per node shape
     options = []
     best: list[tuple[int, ResolvedPool, set[int]]] = []  # per pool: what its largest addition places
-    for pool in pools:
+    for pool in pools if pending else []:
         most = search.placed_on(pool.name, len(pending), pending)
         best.append((len(most), pool, most))
         if len(most) == len(pending):
