@@ -441,12 +441,15 @@ def cmd_inventory(args: argparse.Namespace) -> int:
 
 @functools.partial(_guarded, outcome="no diff was produced")
 def cmd_diff(args: argparse.Namespace) -> int:
-    from .emit.diff.report import as_json, markdown
+    from .emit.diff.report import as_json, cost_diagnostics, markdown
     from .pipeline import diff_fleet
 
     diff = diff_fleet(Path(args.fleet), args.base, args.cluster, _checks(args), state=_state(args), store=_cache(args))
     gated = sorted(set(args.fail_on) & diff.conditions())
-    print(as_json(diff, gated) if args.output == "json" else markdown(diff, gated), end="" if args.output != "json" else "\n")
+    if args.output in CI_OUTPUTS:  # the cost of the change, and why the head would be refused, on the intents' lines
+        _ci_report(cost_diagnostics(diff) + [d for c in diff.clusters if c.changed for d in c.all_problems()], args.output)
+    else:
+        print(as_json(diff, gated) if args.output == "json" else markdown(diff, gated), end="" if args.output != "json" else "\n")
     for condition in gated:
         print(f"gpuc diff: --fail-on {condition} tripped: {diff.why(condition)}", file=sys.stderr)
     return EXIT_FINDINGS if gated else EXIT_OK
@@ -563,7 +566,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_checks(explain)
     add_state(explain)
     diff = add("diff", cmd_diff, "explain what an intent change does to each cluster (Markdown for a PR comment)",
-               outputs=("markdown", "json"))
+               outputs=("markdown", "json", *CI_OUTPUTS))
     diff.add_argument("--base", required=True, metavar="REF", help="git commit-ish to compare against, e.g. origin/main")
     diff.add_argument("--cluster", help="compare only this cluster")
     add_checks(diff, jobs=False)

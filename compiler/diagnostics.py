@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import PurePath
 from typing import Literal
 
-Severity = Literal["error", "warning"]
+Severity = Literal["error", "warning", "note"]  # note: information a CI report shows (diff costs), never a finding
 Path = tuple[str | int, ...]
 
 

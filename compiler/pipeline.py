@@ -35,7 +35,7 @@ from .load.state import read_state as read_state  # the Pulumi program reads gpu
 from .load.yaml_source import SourceDoc
 from .lower import lower_cluster
 from .lower.graph import CompiledCluster
-from .place import NO_USE, AllocationPlan, ClusterUse, Inventory, Progress, place_cluster, running_inventory, synthesize_for
+from .place import NO_USE, AllocationPlan, ClusterUse, Inventory, Progress, place_cluster, running_inventory, synthesize_for, with_headroom
 from .plan import plan_cluster
 from .runner import OVERLAP_MIN_OBJECTS, LoadedFleet, build_workers, load, mapped, overlapped, without_cyclic_gc
 from .validate.documents import CheckedDocument, Fleet, build_fleet
@@ -154,6 +154,8 @@ class _Job:
             placement = place()
         if outcome.rejected and not options.detail:
             placement = None
+        if placement is not None and options.detail:
+            placement = with_headroom(compiled, placement, live=options.state is not None)
         if placement is not None:
             outcome.unplaced = len(placement.unplaced)
             outcome.rejected.extend(check_placement(compiled, placement))  # what works on one node only

@@ -43,6 +43,10 @@ class WorkloadNamespaces(CompiledComponent):
     """Namespaces the workloads live in that no chart creates."""
 
 
+class TeamBudgets(CompiledComponent):
+    """The ResourceQuotas that hold each team's namespace to its GPU budget (Cluster spec.budgets)."""
+
+
 class DeviceClasses(CompiledComponent):
     """The fleet's own DeviceClasses (never the chart's built-in ones)."""
 
@@ -66,6 +70,7 @@ _FIXED: dict[str, tuple[type[CompiledComponent], str]] = {
     "node-config": (GpuNodeConfig, "node-config"),
     "nim-operator": (NimOperator, "nim-operator"),
     "namespaces": (WorkloadNamespaces, "namespaces"),
+    "budgets": (TeamBudgets, "budgets"),
     "device-classes": (DeviceClasses, "device-classes"),
     "extended-resources": (DeviceClasses, "device-classes"),
     "extended-resources-guard": (DeviceClasses, "device-classes"),

@@ -20,7 +20,7 @@ def test_validate_with_the_operators_crds_prints_no_warning():
     result = gpuc("validate", EXAMPLES, *crd_args(), "--output", "json")
     assert result.code == 0, result.err
     data = json.loads(result.out)
-    assert data["checkedObjects"] == {"lab": 9, "prod-east": 26, "staging": 9, "west": 9}
+    assert data["checkedObjects"] == {"lab": 9, "prod-east": 27, "staging": 9, "west": 9}
     assert data["warnings"] == []
 
 

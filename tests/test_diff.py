@@ -408,3 +408,52 @@ def test_a_multi_line_value_is_shown_as_a_unified_diff(repo):
     out = diff(repo).out
     assert "- `data.config.yaml` changed:\n\n    ```diff\n    @@" in out
     assert "\n    +  all-3g.40gb:\n" in out and "\n    -  all-balanced:\n" in out
+
+
+def _trainer(replicas: int) -> list[dict]:
+    return [workload_doc("train", "research", clusters=["c1"], replicas=replicas, gpu={"count": 8})]
+
+
+def test_the_cost_of_a_change_per_pool_with_the_nodes_to_add(repo):
+    """Issue 37: the GPUs a change takes per pool, whether it fits, what is left and what to add, at the top."""
+    edit(repo, "workloads/train.yaml", _trainer(1))
+    git(repo, "add", "-A")
+    rebase(repo, "one trainer")
+    edit(repo, "workloads/train.yaml", _trainer(4))  # 2 H100 nodes of 8 GPUs, the chat pods on one of them: 3 do not fit
+    result = diff(repo)
+    head = result.out.split("### Cost of this change", 1)
+    assert len(head) == 2 and "| cluster | status |" not in head[0], "the cost table comes first"
+    assert "| c1 | h100 | 10 -> 16 (+6) | 10 -> 16 (+6) devices | 0 | **no** |" in result.out, result.out
+    assert "- **c1** does not fit: add 3 nodes to pool h100 (24 GPUs)" in result.out
+    data = json.loads(diff(repo, "--output", "json").out)
+    cost = next(c for c in data["clusters"] if c["cluster"] == "c1")["cost"]
+    assert cost["fits"] is False and cost["add"] == [{"pool": "h100", "nodes": 3, "gpus": 24}]
+    h100 = next(p for p in cost["pools"] if p["pool"] == "h100")
+    assert h100["gpus"] == {"before": 10, "after": 16} and h100["freeGpusAfter"] == 0
+
+
+def test_the_cost_names_the_budgets_a_change_takes_a_team_over_in_every_output(repo):
+    budget = {"namespace": "research", "devices": {"gpu.nvidia.com": 8}}
+    edit(repo, "clusters/c1.yaml", [cluster_doc("c1", pools=[H100, A100_MIG], budgets=[budget])])
+    edit(repo, "workloads/train.yaml", _trainer(1))
+    git(repo, "add", "-A")
+    rebase(repo, "a budget and one trainer")
+    edit(repo, "workloads/train.yaml", [workload_doc("train", "research", clusters=["c1"], replicas=1, gpu={"count": 8}),
+                                        workload_doc("extra", "research", clusters=["c1"], replicas=1, gpu={"count": 2})])
+    result = diff(repo)
+    assert "- **c1** budget namespace `research`: gpu.nvidia.com devices 8 -> 10 of 8 (over by 2)" in result.out, result.out
+    github = diff(repo, "--output", "github").out
+    assert "::warning file=" in github and "clusters/c1.yaml,line=" in github
+    assert "budget namespace 'research'%3A gpu.nvidia.com devices 8 -> 10 of 8 (over by 2)" in github or \
+        "budget namespace 'research': gpu.nvidia.com devices 8 -> 10 of 8 (over by 2)" in github
+    sarif = json.loads(diff(repo, "--output", "sarif").out)
+    texts = [r["message"]["text"] for r in sarif["runs"][0]["results"]]
+    assert any("gpu.nvidia.com devices 8 -> 10 of 8 (over by 2)" in t for t in texts)
+    assert any("would claim 10 devices of DeviceClass gpu.nvidia.com against a budget of 8" in t for t in texts)
+
+
+def test_a_change_that_fits_is_a_note_in_annotations(repo):
+    edit(repo, "workloads/train.yaml", _trainer(1))
+    result = diff(repo, "--output", "github")
+    assert result.code == 0
+    assert "::notice file=" in result.out and "cluster c1 fits; pool h100: GPUs 2 -> 10 (+8)" in result.out, result.out

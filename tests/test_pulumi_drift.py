@@ -115,7 +115,7 @@ def test_a_stack_program_without_wave_dependencies_fails_the_order_check(tree, m
     monkeypatch.setattr(modules.cluster.WaveBarrier, "dependencies", lambda self, wave: [])
     violations = wave_violations(run_stack(CLUSTER, stack_config(CLUSTER)), tree)
     assert "nim-service/llama-70b (wave 5): does not wait for" in "\n".join(violations)
-    assert len(violations) == 21  # every object after the charts (wave 0) of prod-east's 21 objects
+    assert len(violations) == 22  # every object after the charts (wave 0) of prod-east's 22 objects
 
 
 def test_a_stack_program_without_replacement_options_fails_the_replacement_check(monkeypatch):

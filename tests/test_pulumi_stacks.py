@@ -135,6 +135,7 @@ def _expected_parent(component: str) -> tuple[str, str]:
              "node-config": ("gpuc:index:GpuNodeConfig", "node-config"),
              "nim-operator": ("gpuc:index:NimOperator", "nim-operator"),
              "namespaces": ("gpuc:index:WorkloadNamespaces", "namespaces"),
+             "budgets": ("gpuc:index:TeamBudgets", "budgets"),
              "device-classes": ("gpuc:index:DeviceClasses", "device-classes"),
              "extended-resources": ("gpuc:index:DeviceClasses", "device-classes"),
              "extended-resources-guard": ("gpuc:index:DeviceClasses", "device-classes")}

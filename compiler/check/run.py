@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..diagnostics import Diagnostic
 from ..lower.graph import CompiledCluster
+from .budgets import check_budgets
 from .crds import CrdCatalog, build_catalog, read_crd_dir
 from .dra_limits import check_dra_limits
 from .driver_config import check_driver_configs
@@ -33,7 +34,7 @@ def check_device_selectors(ctx: ClusterContext) -> list[Diagnostic]:
 
 CHECKERS: list[Checker] = [check_objects, check_metadata, check_dra_limits, check_driver_configs, check_device_selectors,
                            check_nim_requests, check_operator_chart, check_fabric_partitions,
-                           check_leader_worker_set, check_file_names]
+                           check_leader_worker_set, check_file_names, check_budgets]
 
 
 def check_cluster(ctx: ClusterContext, checkers: list[Checker] | None = None) -> list[Diagnostic]:

@@ -14,6 +14,7 @@ from html import escape
 
 from ..place.allocator import AllocationPlan
 from .capacity import ClusterMap, NodeRow, PhysicalGpu, PoolMap, Segment, cluster_map, workload_colors
+from .plan_report import additions_text
 
 GPU_W, GPU_H, GAP = 30, 30, 4
 FREE = "#e9ecef"
@@ -22,6 +23,7 @@ LEGEND_MAX = 40  # workloads named in a cluster's legend; the rest are named on 
 POOL_LIST_MAX = 12
 
 CSS = """
+.headroom table{border-collapse:collapse;font-size:12px}.headroom td,.headroom th{border:1px solid #d0d7de;padding:2px 8px;text-align:left}
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1200px;padding:0 24px 48px;color:#1f2328}
 h1{font-size:22px;margin:24px 0 4px}h2{font-size:18px;margin:32px 0 4px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
 h3{font-size:15px;margin:18px 0 6px}small,.meta{color:#59636e}nav a{margin-right:12px}
@@ -152,7 +154,26 @@ def _cluster(cmap: ClusterMap, colors: dict[str, str]) -> str:
         items = "".join(f"<li><code>{escape(p.workload)}</code> {escape(p.pod)}: {escape(p.reason)}</li>" for p in plan.unplaced)
         unplaced = f'<div class="unplaced"><h3>Cannot be placed ({len(plan.unplaced)})</h3><ul>{items}</ul></div>'
     return (f'<section class="cluster" id="{anchor}"><h2>{escape(plan.cluster)}</h2><p class="meta">{meta}</p>'
-            f'<div class="legend">{legend}</div>{unplaced}{pools}</section>')
+            f'<div class="legend">{legend}</div>{unplaced}{_headroom(plan)}{pools}</section>')
+
+
+def _headroom(plan: AllocationPlan) -> str:
+    """What each pool has left, and the smallest addition that places the pods that do not fit (place.headroom)."""
+    room = plan.headroom
+    if room is None:
+        return ""
+    rows = "".join(f"<tr><td>{escape(f.pool)}</td><td>{f.gpus}</td><td>{f.devices}{' MIG slices' if f.mig else ''}</td>"
+                   f"<td>{escape(f.shareable or '-')}</td></tr>" for f in room.free)
+    table = ("<table><tr><th>pool</th><th>free GPUs</th><th>free devices</th><th>shareable memory left</th></tr>"
+             f"{rows}</table>") if rows else ""
+    add = ""
+    if room.recommended:
+        add = (f"<p>To place the {room.pending} pod(s) that do not fit, add <b>{escape(additions_text(room.recommended))}</b>"
+               + ("" if room.verified else " (not re-planned with the nodes in place)") + "</p>")
+        add += "".join(f"<p class=\"note\">or {escape(additions_text([a]))}</p>" for a in room.options[1:])
+    add += "".join(f"<p class=\"note\">No addition places {escape(pod)}: {escape(why)}</p>" for pod, why in room.stuck)
+    return f'<div class="headroom"><h3>Headroom</h3>{table}{add}</div>'
+
 
 
 def capacity_html(plans: list[AllocationPlan], title: str) -> str:

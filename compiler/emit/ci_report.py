@@ -32,7 +32,8 @@ def github_annotations(diagnostics: Sequence[Diagnostic]) -> str:
             props.append(f"line={d.line}")
         props.append(f"title={_prop('gpuc ' + (d.code or d.path))}")
         body = f"{d.path}: {d.message}" + (f"\nhint: {d.hint}" if d.hint else "")
-        lines.append(f"::{'error' if d.severity == 'error' else 'warning'} {','.join(props)}::{_data(body)}")
+        level = {"error": "error", "note": "notice"}.get(d.severity, "warning")
+        lines.append(f"::{level} {','.join(props)}::{_data(body)}")
     return "".join(line + "\n" for line in lines)
 
 
@@ -46,7 +47,7 @@ def sarif(diagnostics: Sequence[Diagnostic], version: str) -> str:
             location["physicalLocation"]["region"] = {"startLine": d.line}
         text = f"{d.path}: {d.message}" + (f" Fix: {d.hint}" if d.hint else "")
         results.append({"ruleId": d.code or GENERIC_RULE, "ruleIndex": rules.index(d.code or GENERIC_RULE),
-                        "level": "error" if d.severity == "error" else "warning",
+                        "level": {"error": "error", "note": "note"}.get(d.severity, "warning"),
                         "message": {"text": text}, "locations": [location]})
     run = {"tool": {"driver": {"name": "gpuc", "version": version,
                                "rules": [{"id": r, "shortDescription": {"text": "gpuc finding" if r == GENERIC_RULE else r}}

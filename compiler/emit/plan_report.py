@@ -50,8 +50,31 @@ def plan_text(plan: AllocationPlan) -> str:
     if not plan.feasible:
         lines += ["", "  cannot be placed:"]
         lines += [f"    {p.workload} {p.pod}: {p.reason}" for p in plan.unplaced]
+    if plan.headroom is not None:
+        lines += [""] + headroom_lines(plan.headroom)
     lines += [""] + [f"  note: {note}" for note in PLACEMENT_NOTES]
     return "\n".join(lines) + "\n"
+
+
+def additions_text(additions) -> str:
+    """"2 nodes to pool h100 (16 GPUs)", joined with " + "."""
+    return " + ".join(f"{a.nodes} node{'s' if a.nodes != 1 else ''} to pool {a.pool} ({a.gpus} GPUs)" for a in additions)
+
+
+def headroom_lines(headroom) -> list[str]:
+    """What is left per pool, and for pods that cannot be placed, the smallest addition that places them (place.headroom)."""
+    rows = [["POOL", "FREE GPUS", "FREE DEVICES", "SHAREABLE MEMORY LEFT"]]
+    rows += [[f.pool, str(f.gpus), f"{f.devices}" + (" MIG slices" if f.mig else ""), f.shareable or "-"] for f in headroom.free]
+    lines = ["  headroom after the plan:"] + _table(rows, "    ") if headroom.free else []
+    if headroom.recommended:
+        checked = "" if headroom.verified else " (not re-planned with the nodes in place)"
+        lines.append(f"  to place the {headroom.pending} pod(s) that do not fit, add {additions_text(headroom.recommended)}{checked}")
+        if headroom.combined:
+            lines.append("    no one pool's nodes hold them all: the pools together do")
+        lines += [f"    or {additions_text([a])}" for a in headroom.options[1:]]
+    for pod, why in headroom.stuck:
+        lines.append(f"  no addition places {pod}: {why}")
+    return lines
 
 
 def in_use_before(plan: AllocationPlan, shown: int = 5) -> str:

@@ -100,6 +100,24 @@ def dra_limits() -> dict[str, int]:
 
 
 @dataclass(frozen=True)
+class DeviceQuota:
+    """The ResourceQuota keys that hold a namespace's ResourceClaims (data/kubernetes.yaml `deviceQuota`)."""
+
+    claims_key: str
+    devices_key: str  # format with deviceClass=
+    all_mode_devices: int  # what quota charges a request for allocationMode All
+
+    def devices(self, device_class: str) -> str:
+        return self.devices_key.format(deviceClass=device_class)
+
+
+@cache
+def device_quota() -> DeviceQuota:
+    q = load_table("kubernetes")["deviceQuota"]
+    return DeviceQuota(q["claimsKey"], q["devicesKey"], int(q["allModeDevices"]))
+
+
+@dataclass(frozen=True)
 class SliceLayout:
     """How a DRA driver may split a pool into ResourceSlices on one Kubernetes version (None: no limit)."""
 

@@ -14,7 +14,7 @@ from .dra_driver import lower_dra_driver
 from .extended_resources import extended_resource_classes
 from .graph import CompiledCluster, HelmRelease, Wave
 from .node_config import DEVICE_PLUGIN_VALUES, device_plugin_values, lower_node_config
-from .quotas import critical_pod_quotas
+from .quotas import budget_quotas, critical_pod_quotas
 from .workload_objects import compute_domain, lower_device_class, namespace_object, nim_objects
 
 
@@ -53,6 +53,10 @@ def lower_cluster(plan: ClusterPlan, fleet: Fleet) -> CompiledCluster:
     for namespace in sorted(set(first_in) - RESERVED_NAMESPACES - chart_namespaces):
         origin = admin.get(namespace, first_in[namespace]).intent.source
         compiled.objects.append(namespace_object(cluster, namespace, origin, namespace in admin))
+    # a budgeted namespace no workload uses yet still gets its quota: the Namespace must exist for it
+    budgeted = {b.namespace for b in cluster.spec.budgets} - set(first_in) - RESERVED_NAMESPACES - chart_namespaces
+    compiled.objects.extend(namespace_object(cluster, ns, cluster.intent.source) for ns in sorted(budgeted))
+    compiled.objects.extend(budget_quotas(cluster))
 
     for cls in fleet.classes.values():
         if cluster.name in target_clusters(cls.model, fleet):

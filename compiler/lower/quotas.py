@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 
+from ..facts.platform import device_quota
 from ..facts.providers import critical_pods_quota, providers
 from ..validate.resolved import ResolvedCluster
 from .graph import HelmRelease, KubeObject, Wave
 from .meta import make_object
 
+BUDGET_QUOTA = "gpuc-gpu-budget"  # the ResourceQuota of a team's budget, one per budgeted namespace
 # releases whose pods run at a system-*-critical priority class (chart values priorityClassName)
 CRITICAL_COMPONENTS = ("dra-driver", "gpu-operator")
 
@@ -38,4 +40,20 @@ def critical_pod_quotas(cluster: ResolvedCluster, releases: list[HelmRelease]) -
                           component=release.component, origin=cluster.intent.source, body={"spec": spec},
                           sources={"": source})
         out.append(dataclasses.replace(obj, release=release.name))
+    return out
+
+
+def budget_quotas(cluster: ResolvedCluster) -> list[KubeObject]:
+    """Each team budget as the ResourceQuota the API server's quota admission enforces on the namespace's claims."""
+    keys = device_quota()
+    out: list[KubeObject] = []
+    for i, budget in enumerate(cluster.spec.budgets):
+        hard = {keys.devices(name): str(n) for name, n in sorted(budget.devices.items())}
+        if budget.claims is not None:
+            hard[keys.claims_key] = str(budget.claims)
+        where = f"spec.budgets[{i}]"
+        sources = {"": (where,), "spec.hard": (f"{where}.devices", where)}
+        out.append(make_object("v1", "ResourceQuota", BUDGET_QUOTA, namespace=budget.namespace, wave=Wave.NODE_CONFIG,
+                               component="budgets", origin=cluster.intent.source, body={"spec": {"hard": dict(sorted(hard.items()))}},
+                               sources=sources))
     return out

@@ -8,12 +8,14 @@ Both consume lowered objects, which is why this stage comes after `lower`.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ..diagnostics import Diagnostic
 from ..load.state import ClusterState
 from ..lower.graph import CompiledCluster
 from .allocator import AllocationPlan, Progress, cluster_pods, device_classes, plan_pods
+from .headroom import headroom
 from .held import NO_USE, ClusterUse, cluster_use
 from .inventory import Inventory, synthesize
 from .inventory.load import GROUP, load_slices
@@ -55,5 +57,12 @@ def place_cluster(compiled: CompiledCluster, inventory: Inventory, progress: Pro
     return plan_pods(compiled.cluster, inventory, classes, cluster_pods(compiled), progress, detail, use)
 
 
+def with_headroom(compiled: CompiledCluster, plan: AllocationPlan, live: bool = False) -> AllocationPlan:
+    """`plan` with its headroom: per pool what is left, and for pods that cannot be placed, the nodes to add."""
+    found = headroom(compiled.cluster, dra_values(compiled), compiled.node_labels, device_classes(compiled, dra_values(compiled)),
+                     cluster_pods(compiled), plan, verify=not live)
+    return dataclasses.replace(plan, headroom=found)
+
+
 __all__ = ["NO_USE", "AllocationPlan", "ClusterUse", "Inventory", "Progress", "dra_values", "place_cluster", "running_inventory",
-           "synthesize_for"]
+           "synthesize_for", "with_headroom"]

@@ -197,6 +197,27 @@ class Acknowledgement(Model):
     reason: str = Field(min_length=1, description="why it is accepted, for the reviewer who reads this file next")
 
 
+class Budget(Model):
+    """A team's GPU budget in one namespace of this cluster. gpuc emits it as a ResourceQuota, so the API server's quota
+    admission refuses a ResourceClaim that would take the namespace over it, and `plan`/`render` refuse workloads that
+    would, before they merge. Quota counts what claims request (facts/data/kubernetes.yaml deviceQuota): a claim from
+    a template once per pod, a shared claim once, firstAvailable at its largest alternative, adminAccess like any
+    request; a MIG slice is one device of mig.nvidia.com."""
+
+    namespace: DnsLabel = Field(description="the team's namespace")
+    devices: dict[DnsSubdomain, Annotated[int, Field(ge=0, le=1_000_000)]] = Field(
+        default_factory=dict, description="per DeviceClass (gpu.nvidia.com, mig.nvidia.com, a GpuDeviceClass of this fleet): the devices "
+                                          "the namespace's claims may request; a MIG slice is one device of mig.nvidia.com, a "
+                                          "shared GPU counts once per claim")
+    claims: int | None = Field(None, ge=0, le=1_000_000, description="ResourceClaims the namespace may hold (every class)")
+
+    @model_validator(mode="after")
+    def _something(self) -> Budget:
+        if not self.devices and self.claims is None:
+            raise ValueError("a budget limits something: give devices (per DeviceClass), claims, or both")
+        return self
+
+
 class ClusterSpec(Model):
     kubernetes_version: str = Field(description='Kubernetes minor version of the cluster, quoted: "1.34"')
     provider: Literal["gke", "eks", "aks"] | None = Field(
@@ -213,6 +234,8 @@ class ClusterSpec(Model):
     charts: Charts | None = Field(None, description="chart sources instead of the public repositories (a mirror, or charts "
                                                     "unpacked in the GitOps repository), for Argo CD and Pulumi alike")
     acknowledge: list[Acknowledgement] = Field(default_factory=list, description="warnings accepted for this cluster, each with its reason")
+    budgets: list[Budget] = Field(default_factory=list, description="per team namespace: the GPUs its claims may take (a ResourceQuota "
+                                                                  "the API server enforces, checked by plan and render first)")
 
     @field_validator("kubernetes_version", mode="before")
     @classmethod

@@ -16,8 +16,10 @@ from ...check.gate import ClusterOutcome, CompiledFleet
 from ...diagnostics import Diagnostic
 from ...facts.driver import kubelet_plugin_daemonset
 from ...facts.platform import gpu_operator
+from ...load.yaml_source import SourceDoc
 from ...lower.graph import CompiledCluster, HelmRelease, KubeObject
 from ...place import AllocationPlan
+from .cost import ClusterCost, cluster_cost
 from .fields import FieldChange, diff_values, touches
 
 
@@ -77,6 +79,8 @@ class ClusterDiff:
     problems: list[Diagnostic] = field(default_factory=list)  # why the new side cannot be compiled
     rejected: list[Diagnostic] = field(default_factory=list)  # the new side's output the checks refuse (render would too)
     plans: tuple[AllocationPlan | None, AllocationPlan | None] = (None, None)  # before and after, when that side was placed
+    cost: ClusterCost | None = None  # GPUs per pool before and after, fit, headroom, budgets, nodes to add
+    source: SourceDoc | None = None  # the head's Cluster intent, where findings about the cluster point
 
     @property
     def changed(self) -> bool:
@@ -351,6 +355,9 @@ def compare(base: CompiledFleet | None, head: CompiledFleet, base_ref: str, base
         problems = list(now.infeasible) if now is not None and new is None else []  # placement's findings come from the plan
         diff = ClusterDiff(name, status, feasible=feasible, problems=problems, rejected=list(now.rejected) if now else [])
         diff.plans = (was.placement if was else None, now.placement if now else None)
+        diff.cost = cluster_cost(diff.plans, old, new)
+        intent = head.fleet.clusters.get(name)
+        diff.source = intent.source if intent is not None else None
         if not broken:
             _compare_workloads(base if compiles[0] is not None else None, head if compiles[1] is not None else None, name, diff)
             before, after = _cluster_intent(base, name), _cluster_intent(head, name)

@@ -8,7 +8,9 @@ from typing import Any
 
 import yaml
 
-from ..plan_report import plan_markdown, unplaced_groups
+from ...check.budgets import CLAIMS
+from ...diagnostics import Diagnostic
+from ..plan_report import additions_text, plan_markdown, unplaced_groups
 from .compare import ClusterDiff, FleetDiff, Pair
 from .fields import MISSING, FieldChange
 
@@ -166,6 +168,48 @@ def _summary(diff: FleetDiff, changed: list[ClusterDiff]) -> list[str]:
     return lines
 
 
+def _n(v: int | None) -> str:
+    return "?" if v is None else str(v)
+
+
+def _delta(pair) -> str:
+    before, after = pair
+    if before == after:
+        return _n(after)
+    sign = f" ({after - before:+d})" if before is not None and after is not None else ""
+    return f"{_n(before)} -> {_n(after)}{sign}"
+
+
+def budget_text(b) -> str:
+    what = "ResourceClaims" if b.key == CLAIMS else f"{b.key} devices"
+    state = f"over by {b.after - b.limit}" if b.over else f"{b.limit - b.after} left"
+    return f"namespace `{b.namespace}`: {what} {_n(b.before)} -> {b.after} of {b.limit} ({state})"
+
+
+def cost_lines(changed: list[ClusterDiff]) -> list[str]:
+    """The cost table at the top: per cluster and pool what the change takes, whether it fits, what is left, the
+    budgets it moves, and what to add when it no longer fits."""
+    rows, notes = [], []
+    for c in changed:
+        cost = c.cost
+        if cost is None:
+            continue
+        fits = "yes" if cost.fits else "**no**" if cost.fits is False else "-"
+        for p in cost.pools:
+            if p.changed or cost.fits is False:
+                unit = "MIG slices" if p.mig else "devices"
+                rows.append(f"| {c.name} | {p.pool} | {_delta(p.gpus)} | {_delta(p.devices)} {unit} | {_n(p.free)} | {fits} |")
+        if cost.add:
+            notes.append(f"- **{c.name}** does not fit: add {additions_text(cost.add)}")
+        if cost.stuck:
+            notes.append(f"- **{c.name}**: {cost.stuck} pod(s) fit no added node (`gpuc plan` says why)")
+        notes += [f"- **{c.name}** budget {budget_text(b)}" for b in cost.budgets]
+    if not rows and not notes:
+        return []
+    table = ["| cluster | pool | GPUs taken | devices taken | free GPUs after | fits |", "|---|---|---|---|---|---|"] if rows else []
+    return ["### Cost of this change", ""] + table + _capped(rows, MAX_ROWS) + ([""] if rows and notes else []) + notes + [""]
+
+
 def _details(c: ClusterDiff) -> list[str]:
     if not (c.intent or c.workloads or c.objects or c.releases):
         return []
@@ -194,6 +238,7 @@ def markdown(diff: FleetDiff, gated: list[str] | None = None) -> str:
     if not changed and not diff.base_problems:
         lines.append("No change to any cluster's compiled objects or intents.")
         return "\n".join(lines) + "\n"
+    lines += cost_lines(changed)
     lines += _summary(diff, changed)
     planned = [c for c in changed if c.plans[1] is not None]
     if planned:
@@ -233,6 +278,7 @@ def _cluster_json(c: ClusterDiff) -> dict[str, Any]:
         "intent": [f.as_dict() for f in c.intent],
         "capacity": {pool: {"before": b, "after": a} for pool, (b, a) in c.capacity.items()},
         "gpusOccupied": {"before": c.occupied[0], "after": c.occupied[1]},
+        "cost": c.cost.as_dict() if c.cost is not None else None,
         "pools": [{"pool": u.pool, "gpus": u.gpus,
                    "gpusUsedBefore": _pool_used(c.plans[0], u.pool), "gpusUsedAfter": u.gpus_used}
                   for u in (c.plans[1].pools if c.plans[1] is not None else ())],
@@ -255,3 +301,24 @@ def as_json(diff: FleetDiff, gated: list[str]) -> str:
     return json.dumps({"base": diff.base, "baseCommit": diff.commit, "baseProblems": [d.as_dict() for d in diff.base_problems],
                        "changed": diff.changed, "conditions": sorted(diff.conditions()),
                        "gated": gated, "clusters": [_cluster_json(c) for c in diff.clusters]}, indent=2, default=str)
+
+
+def cost_diagnostics(diff: FleetDiff) -> list[Diagnostic]:
+    """The cost table as findings on each changed cluster's intent, for GitHub annotations and SARIF: a warning where
+    the head no longer fits or takes a namespace over its budget, a note for what it takes otherwise."""
+    out = []
+    for c in diff.clusters:
+        cost = c.cost
+        plan = c.plans[1]
+        if not c.changed or cost is None or plan is None or not (cost.changed or cost.fits is False):
+            continue
+        file, line = (c.source.file, c.source.line_of(("metadata", "name"))) if c.source is not None else (c.name, 0)
+        pools = "; ".join(f"pool {p.pool}: GPUs {_delta(p.gpus)}, {'MIG slices' if p.mig else 'devices'} {_delta(p.devices)}, "
+                          f"{_n(p.free)} GPUs free after" for p in cost.pools if p.changed)
+        fits = "fits" if cost.fits else "does not fit" + (f": add {additions_text(cost.add)}" if cost.add else "")
+        over = [b for b in cost.budgets if b.over]
+        message = f"cluster {c.name} {fits}" + (f"; {pools}" if pools else "")
+        message += "".join(f"; budget {budget_text(b)}" for b in cost.budgets)
+        severity = "warning" if cost.fits is False or over else "note"
+        out.append(Diagnostic(file, line, "metadata.name", message.replace("`", "'"), "", severity))  # type: ignore[arg-type]
+    return out

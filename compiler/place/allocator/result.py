@@ -128,6 +128,7 @@ class AllocationPlan:
     held: tuple[tuple[str, int], ...] = ()  # claims already in the cluster that are not gpuc's: (ns/name, devices)
     own_in_use: int = 0  # gpuc's own claims found allocated in the cluster (running pods stay on them)
     running: bool = False  # planned against the running cluster's state (--state, --kubeconfig)
+    headroom: Any = field(default=None, compare=False)  # place.headroom.Headroom of a detailed plan: what is left, what to add
 
     @property
     def feasible(self) -> bool:
@@ -171,5 +172,6 @@ class AllocationPlan:
             "pods": [p.as_dict() for p in self.pods],
             "pools": [p.as_dict() for p in self.pools],
             "placement": {"podOrder": POD_ORDER, "notes": list(PLACEMENT_NOTES)},
+            **({"headroom": self.headroom.as_dict()} if self.headroom is not None else {}),
             "warnings": [w.as_dict() for w in self.warnings],
         }

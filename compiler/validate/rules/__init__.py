@@ -12,6 +12,7 @@ from collections.abc import Callable
 from ...diagnostics import Findings
 from ..documents import Fleet
 from ..resolved import ResolvedCluster
+from .budgets import check_budgets
 from .cel_versions import check_cel_versions
 from .chart_values import check_chart_values
 from .charts import check_chart_sources
@@ -32,7 +33,7 @@ Rule = Callable[[Fleet, dict[str, ResolvedCluster], Findings], None]
 RULES: list[Rule] = [check_classes, check_workloads, check_dra_features, check_share_groups, check_gates, check_chart_values,
                      check_operator_modes, check_providers,
                      check_passthrough, check_shared_nodes, check_driver_chart, check_releases, check_cel_versions,
-                     check_chart_sources]
+                     check_chart_sources, check_budgets]
 
 
 def check_intents(fleet: Fleet, clusters: dict[str, ResolvedCluster], findings: Findings) -> None:
