@@ -53,6 +53,10 @@ def effect_cases() -> list:
     pytest.param({"operator": "Exists"}, ("dedicated", "inference", "NoExecute"), True, id="exists-no-key-no-effect"),
     pytest.param({"key": "", "operator": "Exists", "effect": "NoExecute"}, ("dedicated", "", "NoExecute"), True,
                  id="exists-empty-key"),
+    pytest.param({"key": "", "operator": "Exists", "effect": ""}, ("dedicated", "", "PreferNoSchedule"), True,
+                 id="exists-empty-key-empty-effect"),
+    pytest.param({"key": "dedicated", "operator": "Equal", "value": "inference", "effect": ""}, ("dedicated", "inference", "NoExecute"),
+                 True, id="equal-empty-effect"),
     pytest.param({"operator": "Exists", "effect": "NoSchedule"}, ("dedicated", "inference", "NoExecute"), False,
                  id="exists-no-key-other-effect"),
     # Exists ignores the value; Equal compares it, an empty value with an empty one only
