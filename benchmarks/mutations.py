@@ -1,12 +1,15 @@
-"""Plant one bug at a time in the incremental cache, `gpuc diff` and the cluster-state code, and run the tests
-that guard it: a planted change no test notices is a survivor, and the test suite has a hole there.
+"""Plant one bug at a time in the incremental cache, `gpuc diff`, the cluster-state code, the planner's sizing,
+the lowering of tolerations and the checks, and run the tests that guard it: a planted change no test notices is a
+survivor, and the test suite has a hole there.
 
-    python -m benchmarks.mutations [--root DIR] [--only SUBSTRING] [--jobs N]
+    python -m benchmarks.mutations [--root DIR] [--only SUBSTRING] [--kind KIND] [--jobs N]
 
 The mutants are exact text replacements (each must match once, so a refactoring that moves the code makes
 the run fail loudly instead of reporting a vacuous kill). They run in a copy of the checkout (`--root`,
 default a fresh directory under /dev/shm or /tmp), never in the working tree. Categories: a key input
-dropped from a cache key, a comparison weakened, a consumed-capacity path cut.
+dropped from a cache key, a comparison weakened, a consumed-capacity path cut, a size computed wrong (a term dropped,
+a rounding turned, an off-by-one at a limit), a toleration matched or derived wrong, a check's limit moved. The
+baseline runs, unchanged, every test file the chosen mutants name.
 """
 
 from __future__ import annotations
@@ -26,12 +29,16 @@ REPO = Path(__file__).resolve().parents[1]
 CACHE = ["tests/test_incremental.py", "tests/test_cache_adversarial.py"]
 DIFF = ["tests/test_cache_adversarial.py", "tests/test_incremental.py", "tests/test_diff.py"]
 STATE = ["tests/test_cluster_state.py", "tests/test_status.py", "tests/test_live_hostile.py"]
+SIZES = ["tests/test_sizing.py", "tests/test_will_it_run.py", "tests/test_dra_features.py", "tests/test_lowering.py", "tests/test_rules.py"]
+TOLERATE = ["tests/test_tolerations.py", "tests/test_seed_patterns.py", "tests/test_real_cluster.py"]
+CHECKS = ["tests/test_check_dra_limits.py", "tests/test_check_objects.py", "tests/test_will_it_run.py", "tests/test_real_cluster.py",
+          "tests/test_seed_patterns.py", "tests/test_check_cli.py"]
 
 
 @dataclass(frozen=True)
 class Mutant:
     name: str
-    kind: str  # key input, comparison, consumed capacity
+    kind: str  # key input, comparison, consumed capacity, sizing, toleration, check
     file: str
     old: str
     new: str
@@ -44,15 +51,20 @@ def m(name: str, kind: str, file: str, old: str, new: str, tests: list[str]) -> 
 
 PLAN, KEYS, STORE, INC = "compiler/cache/plan.py", "compiler/cache/keys.py", "compiler/cache/store.py", "compiler/incremental.py"
 PIPE, COMPARE, HELD, STATE_PY = "compiler/pipeline.py", "compiler/emit/diff/compare.py", "compiler/place/held.py", "compiler/load/state.py"
+PLANNER, SIZING = "compiler/plan/__init__.py", "compiler/plan/sizing.py"
+TOLS, DRIVER, NODES, NIM = ("compiler/lower/tolerations.py", "compiler/lower/dra_driver.py", "compiler/lower/node_config.py",
+                            "compiler/lower/workload_objects.py")
+PLACEMENT, LIMITS, FABRIC, REQUESTS = ("compiler/check/placement.py", "compiler/check/dra_limits.py", "compiler/check/fabric_partitions.py",
+                                       "compiler/check/nim_requests.py")
 
 MUTANTS = [
     # key inputs
     m("cluster files left out of the key", "key input", PLAN, "value_digest([common, name, cluster_files,", "value_digest([common, name, [],", CACHE),
-    m("class files left out of the key", "key input", PLAN, "cluster_files, sorted(class_files),", "cluster_files, [],", CACHE),
-    m("workload files keyed by name, not content", "key input", PLAN, "sorted((rel, index.files[rel][0]) for rel in read)",
-      "sorted(read)", CACHE),
+    m("class files left out of the key", "key input", PLAN, "cluster_files, sorted(classes), read,", "cluster_files, [], read,", CACHE),
+    m("workload documents keyed by place, not content", "key input", PLAN, "docs[n].add((rel, ref.index, ref.span))",
+      'docs[n].add((rel, ref.index, ""))', CACHE),
     m("files of clusters sharing a workload file left out", "key input", PLAN,
-      "read = set().union(needs[name], *(needs[n] for n in near))", "read = set(needs[name])", CACHE),
+      "read = sorted(set().union(*(docs[n] for n in near[name])))", "read = sorted(docs[name])", CACHE),
     m("spec.crds content left out of the key", "key input", PLAN, "tree_digest(root / own_crds, root) if own_crds else None", "None", CACHE),
     m("options left out of the key", "key input", PLAN, '"options": settings.options,', '"options": None,', CACHE),
     m("--crds content left out of the key", "key input", PLAN, '"crds": [tree_digest(d) for d in settings.crds]', '"crds": []', CACHE),
@@ -95,19 +107,85 @@ MUTANTS = [
       "isinstance(live, list) and", STATE),
     # consumed-capacity paths
     m("capacity a running claim consumes not counted", "consumed capacity", HELD,
-      "devices.append(HeldDevice(index, _consumed(r.get(\"consumedCapacity\"), str(r.get(\"driver\"))), r.get(\"adminAccess\") is True))",
-      "devices.append(HeldDevice(index, None, r.get(\"adminAccess\") is True))", STATE),
+      'consumed = _consumed(r.get("consumedCapacity"), str(r.get("driver")))', "consumed = None", STATE),
     m("a running claim's devices not counted", "consumed capacity", HELD, "        if devices:\n            foreign.append(",
       "        if False:\n            foreign.append(", STATE),
-    m("a running admin-access claim counted as holding its devices", "consumed capacity", HELD, 'r.get("adminAccess") is True))',
-      "False))", STATE),
-    m("a claim gpuc renders counted as held by another", "consumed capacity", HELD, "        if ownership.owns(claim):", "        if False:",
-      STATE),
+    m("a running admin-access claim counted as holding its devices", "consumed capacity", HELD, 'r.get("adminAccess") is True, str(',
+      "False, str(", STATE),
+    m("a claim gpuc renders counted as held by another", "consumed capacity", HELD, "mine, current = ownership.owns(claim), None",
+      "mine, current = False, None", STATE),
+    # sizing: the planner's GPU counts and the NIM cache
+    m("cache compared with one profile's share of the files", "sizing", PLANNER, "if not cache.default and cache.size < cache.files:",
+      "if not cache.default and cache.size < cache.files // cache.profiles:", SIZES),
+    m("a cache of exactly the model's files refused", "sizing", PLANNER, "cache.size < cache.files:", "cache.size <= cache.files:", SIZES),
+    m("one profile cached whatever the alternatives", "sizing", PLANNER,
+      "profiles = len({a.gpus for a in plan.alternatives if a.viable}) if plan.tensor_parallelism is None else 1", "profiles = 1", SIZES),
+    m("the files counted once, not per profile", "sizing", SIZING, '* float(table["precisionBytes"][model.precision])) * profiles',
+      '* float(table["precisionBytes"][model.precision]))', SIZES),
+    m("a default cache rounded down to its step", "sizing", SIZING, '-(-math.ceil(files * float(rules["headroom"]) / GIB) // step) * step',
+      'math.ceil(files * float(rules["headroom"]) / GIB) // step * step', SIZES),
+    m("a default cache without headroom", "sizing", SIZING, 'math.ceil(files * float(rules["headroom"]) / GIB)', "math.ceil(files / GIB)",
+      SIZES),
+    m("a default cache below the minimum", "sizing", SIZING, 'max(int(rules["minimumGiB"]), ', "max(0, ", SIZES),
+    m("the KV cache left out of a model's need", "sizing", SIZING, 'need = n["weights"] + n["kv"]', 'need = n["weights"]', SIZES),
+    m("the weight overhead not applied", "sizing", SIZING, "weights = math.ceil(model.parameters * bpp * overhead)",
+      "weights = math.ceil(model.parameters * bpp)", SIZES),
+    m("a replica's nodes left out of its share", "sizing", SIZING, "share = math.ceil(total / (tries * nodes))",
+      "share = math.ceil(total / tries)", SIZES),
+    m("a share group's other members left out", "sizing", SIZING, "total = need + sum(other for _, other in shared_with)", "total = need",
+      SIZES),
+    m("a pool with fewer GPUs per node than the count fits", "sizing", SIZING, "c[1] >= floor and c[2] >= tries", "c[1] >= floor", SIZES),
+    m("the memory floor rounded to the nearest GiB", "sizing", SIZING, "whole = math.ceil(share / GIB) * GIB",
+      "whole = round(share / GIB) * GIB", SIZES),
+    m("a count of exactly a node's GPUs refused", "sizing", PLANNER,
+      "if count is not None and serving and count > max(m.pool.spec.gpu.count for m in serving):\n        most",
+      "if count is not None and serving and count >= max(m.pool.spec.gpu.count for m in serving):\n        most", SIZES),
+    # tolerations: which taint a toleration covers, and the tolerations gpuc derives
+    m("a toleration's effect ignored", "toleration", TOLS, 'if toleration.get("effect") not in (None, "", effect):', "if False:",
+      TOLERATE),
+    m("an empty effect taken as a named one", "toleration", TOLS, 'not in (None, "", effect)', "not in (None, effect)", TOLERATE),
+    m("operator Exists compared as Equal", "toleration", TOLS, 'if toleration.get("operator", "Equal") == "Exists":', "if False:",
+      TOLERATE),
+    m("Exists with an empty key tolerates one key only", "toleration", TOLS, 'return toleration.get("key") in (None, "", key)',
+      'return toleration.get("key") == key', TOLERATE),
+    m("Equal ignores the value", "toleration", TOLS, ' and toleration.get("value", "") == value', "", TOLERATE),
+    m("a valued taint tolerated with Exists", "toleration", TOLS, '{"key": k, "operator": "Equal", "value": v, "effect": e} if v else ',
+      "", TOLERATE),
+    m("a derived toleration without the taint's effect", "toleration", TOLS, '{"key": k, "operator": "Exists", "effect": e}',
+      '{"key": k, "operator": "Exists"}', TOLERATE),
+    m("the kubelet plugin's chart defaults not written back", "toleration", DRIVER, 'plugin["tolerations"] = [*defaults, *extra]',
+      'plugin["tolerations"] = extra', TOLERATE),
+    m("the operands' chart defaults not written back", "toleration", NODES, '{"daemonsets": {"tolerations": [*defaults, *extra]}}',
+      '{"daemonsets": {"tolerations": extra}}', TOLERATE),
+    m("a NIM tolerates pools that cannot serve it", "toleration", NIM, "tolerate = tolerations(m.pool for m in plan.matches if m.ok)",
+      "tolerate = tolerations(m.pool for m in plan.matches)", TOLERATE),
+    m("the caching Job not given the tolerations", "toleration", NIM, '        cache_spec["tolerations"] = tolerate', "        pass",
+      TOLERATE),
+    m("the kubelet plugin tolerates only the DRA pools", "toleration", DRIVER,
+      "served = [p for p in cluster.pools if p.dra or (features.compute_domains and p.gpu.multi_node_nvlink)]",
+      "served = [p for p in cluster.pools if p.dra]", TOLERATE),
+    # checks: the limits and rules gpuc judges its output by
+    m("two pods on a single-node cache accepted", "check", PLACEMENT, "if count > 1:", "if count > 2:", CHECKS),
+    m("a ReadWriteOncePod cache not judged", "check", PLACEMENT, 'SINGLE_NODE_MODES = ("ReadWriteOnce", "ReadWriteOncePod")',
+      'SINGLE_NODE_MODES = ("ReadWriteOnce",)', CHECKS),
+    m("a claim of exactly the device limit refused", "check", LIMITS, "if total > limit:", "if total >= limit:", CHECKS),
+    m("exactly the limit of requests refused", "check", LIMITS, "if len(items) > limit:", "if len(items) >= limit:", CHECKS),
+    m("exactly the limit of alternatives refused", "check", LIMITS, 'if len(subrequests) > self.limits["firstAvailable"]:',
+      'if len(subrequests) >= self.limits["firstAvailable"]:', CHECKS),
+    m("a CEL expression measured in characters, not bytes", "check", LIMITS, 'size = len(expression.encode("utf-8"))',
+      "size = len(expression)", CHECKS),
+    m("opaque parameters measured in characters, not bytes", "check", LIMITS, 'ensure_ascii=False).encode("utf-8"))',
+      "ensure_ascii=False))", CHECKS),
+    m("a 2-GPU claim needs no Fabric Manager partition", "check", FABRIC, "if total <= 1:", "if total <= 2:", CHECKS),
+    m("a NIM naming a request its claim lacks accepted", "check", REQUESTS, "                    if name not in have:",
+      "                    if False:", CHECKS),
 ]
 
 
-NONE = Mutant("no change (the tests must pass as they are)", "baseline", "compiler/__init__.py", "", "",
-              tuple(sorted(set(CACHE + DIFF + STATE))))
+def baseline(chosen: list[Mutant]) -> Mutant:
+    """No change, over every test file the chosen mutants run: a kill must come from the mutant, not from a failing test."""
+    return Mutant("no change (the tests must pass as they are)", "baseline", "compiler/__init__.py", "", "",
+                  tuple(sorted({t for x in chosen for t in x.tests})))
 
 
 def run(mutant: Mutant, root: Path) -> tuple[Mutant, bool, float, str]:
@@ -117,7 +195,7 @@ def run(mutant: Mutant, root: Path) -> tuple[Mutant, bool, float, str]:
         shutil.copytree(root, work, dirs_exist_ok=True)
         path = work / mutant.file
         text = path.read_text()
-        if mutant is not NONE and text.count(mutant.old) != 1:
+        if mutant.kind != "baseline" and text.count(mutant.old) != 1:
             raise SystemExit(f"mutant '{mutant.name}': the text to replace occurs {text.count(mutant.old)} times in {mutant.file}")
         path.write_text(text.replace(mutant.old, mutant.new))
         env = dict(os.environ, PYTHONPATH=str(work), PYTHONDONTWRITEBYTECODE="1")
@@ -138,9 +216,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=REPO, help="checkout to copy for each mutant (default: this one)")
     parser.add_argument("--only", help="run the mutants whose name contains one of these comma-separated texts")
+    parser.add_argument("--kind", help="run the mutants of these comma-separated kinds (key input, comparison, consumed capacity, "
+                                       "sizing, toleration, check)")
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
-    chosen = [x for x in MUTANTS if args.only is None or any(part in x.name for part in args.only.split(","))]
+    chosen = [x for x in MUTANTS if (args.only is None or any(part in x.name for part in args.only.split(",")))
+              and (args.kind is None or x.kind in args.kind.split(","))]
+    if not chosen:
+        raise SystemExit("no mutant matches --only / --kind")
     scratch = Path(tempfile.mkdtemp(prefix="gpuc-mutations-", dir="/dev/shm" if Path("/dev/shm").is_dir() else None))
     root = scratch / "root"
     shutil.copytree(args.root, root, ignore=shutil.ignore_patterns(".git", ".venv", "__pycache__", "*.egg-info"))
@@ -149,7 +232,7 @@ def main() -> None:
         (scratch / "shared").symlink_to(shared)
     survivors = []
     try:
-        _, failed, seconds, tail = run(NONE, root)
+        _, failed, seconds, tail = run(baseline(chosen), root)
         print(f"baseline {seconds:6.1f} s  ({tail})", flush=True)
         if failed:
             raise SystemExit("the tests fail without any planted change: fix them first")

@@ -38,6 +38,28 @@ def test_more_than_32_devices_in_one_claim():
         "spec.spec.devices.requests: the requests ask for 33 devices in total (sum of counts); a claim can be allocated at most 32")
 
 
+def test_exactly_the_limits_are_accepted():
+    """The API server refuses more than its limits, not the limits themselves: 32 requests of 32 devices, a claim of
+    32 devices in all, 8 alternatives of 32 selectors each."""
+    def requests(c):
+        devices = _request(c)
+        devices["requests"] = [dict(copy.deepcopy(devices["requests"][0]), name=f"gpu-{i}") for i in range(32)]
+        for r in devices["requests"]:
+            r["exactly"]["count"] = 1
+
+    def devices(c):
+        _request(c, "notebooks")["requests"][0]["exactly"]["count"] = 30  # plus 2 x 1g.10gb
+
+    def alternatives(c):
+        request = _request(c)["requests"][0]
+        body = request.pop("exactly")
+        request["firstAvailable"] = [dict(copy.deepcopy(body), name=f"alt-{i}") for i in range(8)]
+        request["firstAvailable"][0]["selectors"] = [{"cel": {"expression": "true"}}] * 32
+
+    for damage in (requests, devices, alternatives):
+        assert [d.message for d in errors_after("prod-east", damage)] == [], damage.__name__
+
+
 def test_request_names_must_be_unique_dns_labels_and_references_must_exist():
     def damage(c):
         devices = _request(c, "notebooks")
@@ -137,6 +159,34 @@ def test_opaque_parameters_over_10_kib():
     messages = [d.message for d in errors_after("prod-east", damage)]
     assert any("config[0].opaque.parameters: opaque parameters are" in m and "bytes of JSON; the API server accepts at most 10240 (10 KiB)" in m
                for m in messages)
+
+
+def test_cel_and_opaque_limits_count_bytes_not_characters():
+    """The API server measures a CEL expression and opaque parameters in bytes (Go's len of a UTF-8 string): a
+    product name of 5,100 'é' is 5,100 characters but 10,200 bytes."""
+    name = "é" * 5100
+    prefix = "device.attributes['gpu.nvidia.com'].productName != '"
+
+    def cel(text):
+        def damage(c):
+            _request(c)["requests"][0]["exactly"]["selectors"] = [{"cel": {"expression": text}}]
+        return damage
+
+    def opaque(c):
+        params = claim_devices(find(c, "ResourceClaim", "batch-embeddings"))["config"][0]["opaque"]["parameters"]
+        params["sharing"]["mpsConfig"]["defaultPerDevicePinnedMemoryLimit"] = {f"GPU-{name}": "1Gi"}
+
+    at_limit = prefix + "x" * (10240 - len(prefix) - 1) + "'"
+    assert [d.message for d in errors_after("prod-east", cel(at_limit))] == []
+    assert only(errors_after("prod-east", cel(at_limit + " "))).endswith(
+        "CEL expression is 10241 bytes; the API server accepts at most 10240 (10 KiB)")
+    wide = prefix + name + "'"
+    assert len(wide) < 10240 < len(wide.encode())
+    assert only(errors_after("prod-east", cel(wide))).endswith(
+        f"CEL expression is {len(wide.encode())} bytes; the API server accepts at most 10240 (10 KiB)")
+    messages = [d.message for d in errors_after("prod-east", opaque)]
+    assert any("config[0].opaque.parameters: opaque parameters are" in m and "bytes of JSON; the API server accepts at most 10240" in m
+               for m in messages), messages
 
 
 def test_a_deeply_nested_but_valid_selector_validates_without_a_traceback(tmp_path):

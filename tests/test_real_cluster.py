@@ -165,6 +165,8 @@ def partitioned_cluster(pools: list | None = None) -> dict:
 
 
 @pytest.mark.parametrize("gpu, refused", [
+    ({"count": 2}, True),                                                          # 2 GPUs, but no partition asked for
+    ({"count": 2, "fabric": {"partitionSize": 2}}, False),                         # matchAttribute partition2
     ({"count": 3}, True),                                                          # no FM partition of 3 GPUs
     ({"count": 4}, True),                                                          # 4 GPUs, but no partition asked for
     ({"count": 4, "fabric": {"partitionSize": 4}}, False),                         # matchAttribute partition4

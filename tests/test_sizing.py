@@ -150,3 +150,26 @@ def test_explain_refuses_a_name_two_namespaces_use(fleet):
     assert result.code == 2
     assert "'notebooks' names 2 workloads" in result.err and "name one as namespace/name: research/notebooks, team/notebooks" in result.err
     assert gpuc("explain", path, "team/notebooks").code == 0
+
+
+def test_a_share_group_is_sized_for_every_model_on_its_gpus(fleet):
+    """Two 8B models time-slicing the same GPUs need 2 x 25.9 GiB: more than one 48 GB L40S, so 2 GPUs each
+    (alone, one fits)."""
+    shared = {"count": "auto", "sharing": "TimeSlicing", "shareGroup": "g"}
+    ws = [workload_doc(n, model=nim_model("8B", contextLength=8192, concurrency=8), secrets=NIM_SECRETS, gpu=shared) for n in ("a", "b")]
+    compiled = compile_single(fleet(clusters=[cluster_doc(pools=[L40S])], workloads={"w.yaml": ws}))
+    for name in ("a", "b"):
+        sizing = plan_of(compiled, name).sizing
+        assert sizing.total_need == 2 * sizing.need and sizing.count == 2, (name, sizing.steps)
+    alone = workload_doc("a", model=nim_model("8B", contextLength=8192, concurrency=8), secrets=NIM_SECRETS, gpu={"count": "auto"})
+    assert plan_of(compile_single(fleet(clusters=[cluster_doc(pools=[L40S])], workloads={"w.yaml": [alone]})), "a").sizing.count == 1
+
+
+def test_a_count_is_not_fitted_on_a_pool_with_fewer_gpus_per_node(fleet):
+    """70B (176.5 GiB) would fit 2 H200s (88.2 GiB each), but the H200 nodes hold one GPU each and a pod's claim is
+    allocated on one node: sizing passes them over at 2 and settles on 4 H100s of one node."""
+    h200 = {"name": "h200", "nodes": 2, "gpu": {"model": "H200-141GB", "count": 1}}
+    w = workload_doc(model=nim_model("70B", contextLength=8192, concurrency=8), secrets=NIM_SECRETS)
+    plan = plan_of(compile_single(fleet(clusters=[cluster_doc(pools=[h200, H100])], workloads={"w.yaml": [w]})))
+    assert plan.gpus == 4 and plan.min_memory == 45 * GIB, plan.sizing.steps
+    assert plan.sizing.steps[1] == "2 GPU(s): 88.2 GiB each -> no pool has that many GPUs per node"

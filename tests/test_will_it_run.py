@@ -55,6 +55,53 @@ def test_the_refused_cache_hint_leads_to_a_render(fleet, tmp_path):
     assert gpuc("render", path, "-o", tmp_path / "out").code == 0
 
 
+# Alternatives of 1, 2 and 4 GPUs leave the tensor parallelism open: the NIM Operator downloads a profile per count,
+# so the cache holds all three (8B at bf16: 16e9 bytes of files each, 48e9 in all). Alternatives of one count pin it.
+H200 = {"name": "h200", "nodes": 1, "gpu": {"model": "H200-141GB", "count": 8}}
+THREE_COUNTS = [{"count": 1, "require": {"productName": "NVIDIA H200"}}, {"count": 2, "require": {"productName": "NVIDIA H100 80GB HBM3"}},
+                {"count": 4, "require": {"architecture": ["Hopper"]}}]
+ONE_COUNT = [{"count": 2, "require": {"productName": "NVIDIA H200"}}, {"count": 2, "require": {"productName": "NVIDIA H100 80GB HBM3"}}]
+
+
+@pytest.mark.parametrize("gpu, size, refusal", [
+    # three profiles: exactly their files fit, a byte less does not, nor one or two profiles' worth
+    ({"alternatives": THREE_COUNTS}, "48G", None),
+    ({"alternatives": THREE_COUNTS}, "47999999999e0", "3 tensor-parallel profiles), more than the 47999999999e0 cache"),
+    ({"alternatives": THREE_COUNTS}, "32G", "set cache.size to at least 45Gi"),
+    ({"alternatives": THREE_COUNTS}, "16G", "the model's files take 44.7 GiB (8B parameters at bf16, 3 tensor-parallel profiles)"),
+    # the count pinned (one count, or no alternatives): one profile's files, to the byte
+    ({"alternatives": ONE_COUNT}, "16G", None),
+    ({"alternatives": ONE_COUNT}, "15999999999e0", "the model's files take 14.9 GiB (8B parameters at bf16), more than"),
+    ({"count": 4}, "16G", None),
+    ({"count": 4}, "15999999999e0", "set cache.size to at least 15Gi"),
+], ids=["3-profiles-exact", "3-profiles-byte-less", "3-profiles-two-worth", "3-profiles-one-worth",
+        "pinned-exact", "pinned-byte-less", "count-exact", "count-byte-less"])
+def test_the_cache_holds_every_profile_the_nim_downloads(fleet, tmp_path, gpu, size, refusal):
+    w = workload_doc("chat", model=nim_model("8B"), gpu=gpu, secrets=NIM_SECRETS, cache={"size": size})
+    path = fleet(clusters=[cluster_doc(kubernetes="1.36", driver="0.5.1", pools=[dict(H100, nodes=1), H200])], workloads={"w.yaml": [w]})
+    if refusal is not None:
+        render_rejected(path, "workloads/w.yaml:", "spec.cache.size:", refusal, code=1)
+        return
+    result = gpuc("render", path, "-o", tmp_path / "out")
+    assert result.code == 0, result.err
+    (cache,) = [yaml.safe_load(p.read_text()) for p in (tmp_path / "out" / "c1").glob("*-nimcache-*.yaml")]
+    assert cache["spec"]["storage"]["pvc"]["size"] == size
+
+
+@pytest.mark.parametrize("model, gpu, size", [
+    ("8B", {"alternatives": THREE_COUNTS}, "60Gi"),   # 48e9 bytes x 1.3 = 58.1 GiB, in 10 GiB steps
+    ("8B", {"alternatives": ONE_COUNT}, "50Gi"),      # 16e9 x 1.3 = 19.4 GiB: the 50 GiB minimum
+    # 70B, 8 concurrent at 8k: 2 H200s or 4 H100s, 2 profiles of 140e9 bytes: 364e9 bytes = 339.0 GiB
+    ("70B", {"alternatives": [{"count": "auto", "require": {"productName": "NVIDIA H200"}},
+                              {"count": "auto", "require": {"productName": "NVIDIA H100 80GB HBM3"}}]}, "340Gi"),
+])
+def test_an_unset_cache_is_sized_for_every_profile(fleet, model, gpu, size):
+    w = workload_doc("chat", model=nim_model(model, concurrency=8), gpu=gpu, secrets=NIM_SECRETS)
+    path = fleet(clusters=[cluster_doc(kubernetes="1.36", driver="0.5.1", pools=[dict(H100, nodes=1), H200])], workloads={"w.yaml": [w]})
+    (cache,) = objects_of(compile_single(path), "NIMCache")
+    assert cache["spec"]["storage"]["pvc"]["size"] == size
+
+
 # ------------------------------------------------------------------------------- 3. ReadWriteOnce across nodes
 
 def test_a_read_write_once_cache_across_nodes_is_refused(fleet):
