@@ -161,7 +161,7 @@ CASES = [
     ("attribute value a string", lambda s: _device(s)["attributes"].__setitem__("productName", "NVIDIA H100 80GB HBM3"),
      "items[0].spec.devices[0].attributes.productName: must be a mapping, got a string", "one typed value"),
     ("attribute of the wrong type", lambda s: _device(s)["attributes"].__setitem__("type", {"string": 7}),
-     "items[0].spec.devices[0].attributes.type.string: must be a string, got an integer", "one typed value"),
+     "items[0].spec.devices[0].attributes.type: attribute of type string has a int value 7", "one typed value"),
     ("capacity a list", lambda s: _device(s).__setitem__("capacity", [{"memory": "80Gi"}]),
      "items[0].spec.devices[0].capacity: must be a mapping, got a list", "memory: {value: 80Gi}"),
     ("capacity a bare quantity", lambda s: _device(s)["capacity"].__setitem__("memory", "80Gi"),

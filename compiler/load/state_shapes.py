@@ -53,19 +53,6 @@ class NodeSelector(Shape):
     node_selector_terms: list[NodeSelectorTerm] | None = Field(None, alias="nodeSelectorTerms")
 
 
-class Attribute(Shape):
-    """One typed value (which one, and that there is exactly one, the inventory loader says)."""
-
-    string: StrictStr | None = None
-    int_: StrictInt | None = Field(None, alias="int")
-    bool_: StrictBool | None = Field(None, alias="bool")
-    version: StrictStr | None = None
-    strings: list[StrictStr] | None = None
-    ints: list[StrictInt] | None = None
-    bools: list[StrictBool] | None = None
-    versions: list[StrictStr] | None = None
-
-
 class RequestPolicyRange(Shape):
     min: Quantity = None
     max: Quantity = None
@@ -98,7 +85,8 @@ class Taint(Shape):
 class DeviceFields(Shape):
     """What a device says of itself: on the device (v1, v1beta2) or under `basic` (v1beta1)."""
 
-    attributes: dict[StrictStr, Attribute] | None = None
+    # each a mapping holding one typed value: which type, and that the value is of it, the inventory loader says
+    attributes: dict[StrictStr, dict[StrictStr, Any]] | None = None
     capacity: dict[StrictStr, Capacity] | None = None
     consumes_counters: list[CounterConsumption] | None = Field(None, alias="consumesCounters")
     node_name: StrictStr | None = Field(None, alias="nodeName")
