@@ -67,6 +67,8 @@ def _guarded(run: Callable[[argparse.Namespace], int], outcome: str = "") -> Cal
                 _print_diagnostics(exc.diagnostics, False)
                 errors = sum(1 for d in exc.diagnostics if d.severity == "error")
                 print(f"gpuc: {errors} error(s)" + (f"; {outcome}" if outcome else ""), file=sys.stderr)
+            for line in exc.after:
+                print(line, file=sys.stderr)
             return code
 
     return wrapper
@@ -227,6 +229,13 @@ def _release(lock: int | None, created: list[Path]) -> None:
         os.close(lock)
 
 
+def _cache_notes(store, planned) -> list[str]:
+    """What the incremental build could not read or write of the cache (it then built without it)."""
+    if store is None:
+        return []
+    return [f"gpuc: note: {note}" for note in (planned.notes if planned is not None else []) + store.notes]
+
+
 @functools.partial(_guarded, outcome="nothing was written")
 def cmd_render(args: argparse.Namespace) -> int:
     """Build every cluster into a staging directory inside -o (the workers write it), then swap it in:
@@ -278,14 +287,14 @@ def cmd_render(args: argparse.Namespace) -> int:
         done = True
         if store is not None:
             remember(store, Path(args.fleet), plan, built, out)
-    except StagingError as exc:  # a build worker could not write its cluster
-        raise _cannot_write(out, str(exc)) from None
+    except (StagingError, InputError) as exc:  # StagingError: a build worker could not write its cluster
+        failure = exc if isinstance(exc, InputError) else _cannot_write(out, str(exc))
+        failure.after = _cache_notes(store, planned)  # what the cache could not be trusted with, after the findings
+        raise failure from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-        if store is not None:  # what the cache could not be trusted with, also when the render failed
-            for note in (planned.notes if planned is not None else []) + store.notes:
-                print(f"gpuc: note: {note}", file=sys.stderr)
         _release(lock, [] if done else created)
+    print("".join(f"{note}\n" for note in _cache_notes(store, planned)), end="", file=sys.stderr)
     if args.output in CI_OUTPUTS:
         _ci_report(built.warnings, args.output)
     elif args.output == "json":

@@ -107,6 +107,8 @@ class InputError(Exception):
     """Raised when input cannot be compiled; carries every finding, not just the first."""
 
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    # what the command says besides (the cache's notes): printed after the findings, which the reader needs first
+    after: list[str] = field(default_factory=list)
 
     def __reduce__(self):  # keep the findings when raised in a worker process
         return (type(self), (self.diagnostics,))

@@ -109,15 +109,22 @@ def _scan_fleet(root: Path, old: Index) -> tuple[Index, frozenset[str]] | None:
     """Every intent file's digest and documents (scanned again only when changed), and the files that no earlier
     build validated (new or changed: the build must read them whatever the cache holds); None when the fleet has
     anything the full build should report (a symlink out of the fleet, a file too large to parse, a file that
-    does not scan)."""
+    does not scan, a file or folder that cannot be read: the full build names it first, not a cache note)."""
     index = Index()
     fresh = set()
-    for path in yaml_files(root / "clusters", recursive=False) + yaml_files(root / "workloads", recursive=True):
+    try:
+        files = yaml_files(root / "clusters", recursive=False) + yaml_files(root / "workloads", recursive=True)
+    except OSError:
+        return None
+    for path in files:
         rel = path.relative_to(root).as_posix()
         if path.is_symlink() and not path.resolve().is_relative_to(root.resolve()):
             return None
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read(MAX_FILE_BYTES + 1)
+        except OSError:
+            return None
         if len(data) > MAX_FILE_BYTES:
             return None  # refused before any parse
         sha = digest(data)

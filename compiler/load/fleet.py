@@ -128,7 +128,8 @@ def read_documents(path: Path, display: str) -> list[SourceDoc]:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise InputError([Diagnostic(display, 0, "(file)", f"cannot read file: {exc.strerror}")]) from None
+        raise InputError([Diagnostic(display, 0, "(file)", f"cannot read file: {exc.strerror or exc}",
+                                     "give the user running gpuc read access to it, or move it out of the fleet")]) from None
     docs = parse_documents(decode(data, display), display)
     if not docs:
         raise InputError([Diagnostic(display, 1, "(file)", "file holds no YAML document",

@@ -16,7 +16,7 @@ import yaml
 
 from ..diagnostics import Diagnostic, InputError
 from ..facts.platform import StateKind, state_kinds
-from .state import ClusterState, StateObject, malformed
+from .state import ClusterState, StateObject, malformed, mistyped
 
 MANAGED = "app.kubernetes.io/managed-by=gpuc"
 PAGE = 500
@@ -186,4 +186,7 @@ def read_live(kubeconfig: str | None, context: str | None) -> ClusterState:
         raise _fail(where, f"cannot reach the API server: {exc}") from None
     finally:
         api.close()
+    wrong = [d for obj in objects for d in mistyped(obj)]  # a server (or proxy) that is not the API server it claims
+    if wrong:
+        raise InputError(wrong)
     return ClusterState(objects, (f"live: {where}",), frozenset(complete), served, live=True, warnings=tuple(warnings))

@@ -255,7 +255,17 @@ def _object(file: StateFile, where: Location, item: Any, problems: list[Diagnost
     if problem:
         problems.append(file.diagnostic(where, f"not a Kubernetes object: {problem}", EXPORT_HINT))
         return None
-    return StateObject(item, file, where)
+    obj = StateObject(item, file, where)
+    wrong = mistyped(obj)
+    problems.extend(wrong)
+    return None if wrong else obj
+
+
+def mistyped(obj: StateObject) -> list[Diagnostic]:
+    """The fields of `obj` whose types are not the API's (state_shapes), each at its line."""
+    from .state_shapes import shape_problems  # pydantic: imported by the compiler, which a render imports meanwhile
+
+    return [obj.diagnostic(message, hint, path=path, cheap=False) for path, message, hint in shape_problems(obj.group, obj.kind, obj.raw)]
 
 
 def malformed(item: dict[str, Any]) -> str:

@@ -20,6 +20,7 @@ from ...diagnostics import Diagnostic, InputError
 from ...facts.driver import gpu_driver
 from ...facts.platform import dra_gates
 from ...load.state import ClusterState, StateObject, read_state
+from ...load.state_shapes import HINTS
 from ...validate.resolved import ResolvedCluster
 from ...validate.types import DNS_LABEL
 from .codec import NESTED_DEVICE_APIS, counter_use, decode_attribute, qualify
@@ -130,7 +131,7 @@ def _device(reader: _Reader, raw: Any, where: Location, driver: str, api: str) -
             domain, ident = qualify(str(key), driver)
             attributes.setdefault(domain, {})[ident] = decoded = decode_attribute(value)
         except (ValueError, SemverError) as exc:
-            reader.fail((doc, base + ("attributes", key)), str(exc))
+            reader.fail((doc, base + ("attributes", key)), str(exc), HINTS["attributes"])
             continue
         if isinstance(decoded, AttrList) and reader.lists_off is not None:
             reader.fail((doc, base + ("attributes", key)), f"a list-typed attribute ({decoded.kind}) needs the "
