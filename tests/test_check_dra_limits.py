@@ -57,7 +57,10 @@ def test_exactly_the_limits_are_accepted():
         request["firstAvailable"][0]["selectors"] = [{"cel": {"expression": "true"}}] * 32
 
     for damage in (requests, devices, alternatives):
-        assert [d.message for d in errors_after("prod-east", damage)] == [], damage.__name__
+        # 32 MIG devices per notebook pod go over the example's research budget: the budget check's finding
+        # (tests/test_budgets.py), not a limit's
+        messages = [d.message for d in errors_after("prod-east", damage) if "against a budget of" not in d.message]
+        assert messages == [], damage.__name__
 
 
 def test_request_names_must_be_unique_dns_labels_and_references_must_exist():
