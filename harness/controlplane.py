@@ -178,9 +178,8 @@ def _start_etcd_and_apiserver(cp: ControlPlane, gates: dict[str, bool], runtime_
     cp._wait("kube-apiserver", lambda: cp.ca_file.exists() and cp.get("/readyz")[0] == 200, 120)
 
 
-# What turns a chart's Deployments, DaemonSets and Jobs into pods and counts them (Argo CD's health reads the counts),
-# and what fills in a ResourceQuota's usage (quota admission refuses pods under a quota without it).
-WORKLOAD_CONTROLLERS = "deployment-controller,replicaset-controller,daemonset-controller,job-controller,resourcequota-controller"
+# What turns a chart's Deployments, DaemonSets and Jobs into pods and counts them (Argo CD's health reads the counts).
+WORKLOAD_CONTROLLERS = "deployment-controller,replicaset-controller,daemonset-controller,job-controller"
 
 
 def _start_controllers(cp: ControlPlane, workloads: bool = False) -> None:
@@ -188,13 +187,16 @@ def _start_controllers(cp: ControlPlane, workloads: bool = False) -> None:
     account controller makes the `default` account pods are admitted with; the namespace controller
     empties and removes a deleted namespace (without it a deleted namespace stays Terminating), and the
     garbage collector finishes foreground deletions (pulumi-kubernetes deletes in the foreground: without
-    it a deleted object keeps its foregroundDeletion finalizer and never goes). With `workloads`, the controllers
+    it a deleted object keeps its foregroundDeletion finalizer and never goes); the resource-quota controller fills in a
+    ResourceQuota's status, which quota admission and pulumi-kubernetes' readiness wait on (gpuc's team budgets are
+    quotas). With `workloads`, the controllers
     of Deployments, ReplicaSets, DaemonSets and Jobs too (harness/kubelet.py reports their pods started)."""
     kubeconfig = str(cp.kubeconfig())
     cp._spawn("kube-controller-manager", [
         str(components.binary(f"kube-controller-manager-{components.newest().version}")),
         "--kubeconfig", kubeconfig, "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig,
-        "--controllers", "resourceclaim-controller,serviceaccount-controller,namespace-controller,garbage-collector-controller"
+        "--controllers", "resourceclaim-controller,serviceaccount-controller,namespace-controller,garbage-collector-controller,"
+        "resourcequota-controller"
         + ("," + WORKLOAD_CONTROLLERS if workloads else ""),
         "--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", "0", "--use-service-account-credentials=false",
         *_emulation(cp),
