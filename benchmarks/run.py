@@ -407,6 +407,9 @@ def main(argv: list[str] | None = None) -> None:
     work.mkdir(parents=True, exist_ok=True)
     os.environ["GPUC_CACHE_DIR"] = str(work / "cache")  # the incremental build's cache, kept out of the user's
     _SET_ASIDE.extend(work.glob(f"*{ASIDE}*"))  # left by an interrupted run: deleted at the end, like this run's
+    # gpuc as installed: with its byte code compiled (pip does it; a shell with PYTHONDONTWRITEBYTECODE would have
+    # every gpuc process compile the compiler's modules from source: about a sixth of a no-change render's CPU)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "compiler", "benchmarks"], cwd=REPO, check=True, stdout=subprocess.DEVNULL)
     command = " ".join(["python -m benchmarks.run", *(argv if argv is not None else sys.argv[1:])])
     print(f"`{command}` on {time.strftime('%Y-%m-%d')}: {os.cpu_count()} cores, Python {sys.version.split()[0]}; "
           f"median of {args.repeat} run(s); scale {args.scale:g}, {args.clusters} clusters; work dir {work}; "
