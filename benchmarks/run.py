@@ -368,6 +368,37 @@ def bench_report(repeat: int, work: Path) -> list[Measurement]:
                               "navigation to two frames after load", target=judge(load < 2, "< 2 s"))]
 
 
+CLAIM_LIMIT = "prioritized-list-max-allocation-limit-request"
+CLAIM_LIMIT_RUN = f"""
+import json, sys, time
+from upstream_table import agree, table
+case = table()[{CLAIM_LIMIT!r}]
+start, cpu = time.perf_counter(), time.process_time()
+same, want, got = agree(case)
+print(json.dumps({{"seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu, "same": same}}))
+"""
+
+
+def bench_claim_limit(repeat: int, work: Path) -> list[Measurement]:
+    """One claim near the 32-device limit (upstream's table case: two requests of 32-or-16 devices out of 64),
+    decided by gpuc's allocator as the upstream allocator decides it, in a fresh process each run."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(REPO / "tests")]))
+    runs, cpu = [], []
+    for _ in range(repeat):
+        done = subprocess.run([sys.executable, "-c", CLAIM_LIMIT_RUN], cwd=REPO, env=env, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise SystemExit(f"claim-limit: {done.stderr.strip()[-2000:]}")
+        r = json.loads(done.stdout)
+        if not r["same"]:
+            raise SystemExit(f"claim-limit: gpuc and the upstream allocator decide {CLAIM_LIMIT} differently")
+        runs.append(r["seconds"])
+        cpu.append(r["cpu"])
+    m = Measurement("one claim at the 32-device limit: 32-or-16 devices twice out of 64 (upstream's table case)",
+                    statistics.median(runs), runs, 0, "the allocation alone, as upstream decides it", cpu)
+    m.target = judge(m.seconds < 1, "< 1 s")
+    return [m]
+
+
 BENCHMARKS: dict[str, Callable[[int, Path], list[Measurement]]] = {
     "help": bench_help,
     "render": bench_render,
@@ -375,6 +406,7 @@ BENCHMARKS: dict[str, Callable[[int, Path], list[Measurement]]] = {
     "incremental": bench_incremental,
     "plan": bench_plan,
     "plan-scaling": bench_plan_scaling,
+    "claim-limit": bench_claim_limit,
     "cel": bench_cel,
     "report": bench_report,
 }

@@ -26,6 +26,7 @@ ROWS = {
                     "render 2 x 10 workloads (files of 50 workloads, each holding those of 5 clusters) after one"],
     "plan": ["plan 200 pods on 50 nodes"],
     "plan-scaling": ["plan scaling 1x", "plan scaling 16x"],
+    "claim-limit": ["one claim at the 32-device limit"],
     "cel": ["CEL: 3 selectors", "CEL: 3 selectors"],
     "report": ["plan --html: 50 nodes", "report load in headless Chromium"],
 }
