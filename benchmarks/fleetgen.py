@@ -10,13 +10,47 @@ from __future__ import annotations
 import argparse
 import math
 import random
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-# (kubernetes, driver, fabric) per cluster flavour; NIM only on 1.34+
-PLATFORMS = [("1.34", "25.12.0", "none"), ("1.33", "25.8.1", "topologyConfig"), ("1.36", "0.5.1", "partitionAttributes"),
-             ("1.34", "0.4.1", "none")]
+
+@dataclass(frozen=True)
+class Platform:
+    """One cluster flavour of today's platform matrix (compiler/facts/data/: kubernetes.yaml, dra_driver.yaml,
+    operators.yaml): written so gpuc accepts it, every warning it must give acknowledged with a reason."""
+
+    kubernetes: str
+    driver: str
+    fabric: str = "none"             # none | topologyConfig (the 25.8 fork) | partitionAttributes (0.5+)
+    operator: str = "helm"           # gpuOperator.mode: helm | patch | gpuCluster | none
+    operator_version: str | None = "v26.7.0"
+    nim: str | None = None           # NIM Operator version (3.0.x reads 1.33's v1beta2 claims, 3.1.x 1.34's v1)
+    driver_root: str = "/"           # "/run/nvidia/driver": the operator installs the GPU driver (acknowledged upgrades)
+    mig: str | None = "all-balanced"  # the MIG pool's layout, "dynamic" (DynamicMIG: no MPS beside it), or no MIG pool
+    device_plugin_pool: bool = False  # an L40S pool left on the device plugin
+
+    @property
+    def mps(self) -> bool:
+        return self.mig != "dynamic"  # the driver refuses DynamicMIG and MPSSupport together
+
+
+# Every supported minor (1.32-1.37), every driver line (25.3, 25.8, 25.12, 0.4, 0.5), every GPU Operator mode and
+# every fabric mode; clusters take them in turn, so any fleet of len(PLATFORMS) clusters or more covers them all.
+PLATFORMS = [
+    Platform("1.34", "25.12.0", operator_version="v25.10.1", nim="3.1.2", driver_root="/run/nvidia/driver"),
+    Platform("1.34", "25.8.1", fabric="topologyConfig", operator="patch", operator_version=None, device_plugin_pool=True),
+    Platform("1.36", "0.5.1", fabric="partitionAttributes", nim="3.1.2", driver_root="/run/nvidia/driver"),
+    # mode none: no MIG pool (nothing gpuc writes would reach another install's MIG Manager)
+    Platform("1.35", "0.4.1", operator="none", operator_version=None, mig=None),
+    Platform("1.37", "0.5.1", operator="gpuCluster", nim="3.1.2", mig="dynamic"),
+    Platform("1.33", "25.12.0", operator_version="v26.3.3", nim="3.0.2"),
+    Platform("1.32", "25.12.0", operator="patch", operator_version=None),
+    Platform("1.34", "25.3.2", operator_version="v25.3.4"),
+    Platform("1.36", "0.5.0", operator_version="v26.7.2", mig="dynamic", nim="3.1.2"),
+]
+FORK_IMAGE = {"repository": "registry.example.com/gpu/k8s-dra-driver-gpu-fm", "tag": "v25.8.1-fm.3"}
 NIM_IMAGES = ["nvcr.io/nim/meta/llama-3.1-8b-instruct:1.8.3", "nvcr.io/nim/meta/llama-3.2-1b-instruct:1.12.0",
               "nvcr.io/nim/meta/llama-3.1-70b-instruct:1.8.3"]
 
@@ -49,64 +83,91 @@ def demand(workloads: list[dict]) -> dict[str, int]:
     return gpus
 
 
+def _acknowledge(p: Platform) -> list[dict]:
+    """The warnings each flavour gives by design, acknowledged as a platform team would."""
+    acks = [{"warning": "unchecked-crds", "reason": "benchmark fleet: no operator CRDs"}]
+    if p.kubernetes in ("1.32", "1.33"):
+        acks.append({"warning": "dra-beta", "reason": "DRA and its beta API are turned on in this cluster"})
+    if p.fabric == "topologyConfig":
+        acks.append({"warning": "driver-fork", "reason": "runs the Fabric Manager fork's build"})
+    if p.operator in ("helm", "patch") and p.driver_root == "/run/nvidia/driver":
+        acks.append({"warning": "driver-upgrade", "reason": "DRA nodes are drained before GPU driver upgrades"})
+    if p.mig == "dynamic":
+        acks.append({"warning": "mig-mode", "reason": "the node image enables MIG mode"})
+    return acks
+
+
 def cluster(i: int, nodes: int, workloads: list[dict]) -> dict:
-    kubernetes, driver, fabric = PLATFORMS[i % len(PLATFORMS)]
+    p = PLATFORMS[i % len(PLATFORMS)]
     need = demand(workloads)
     size = lambda pool, per_node, minimum: max(minimum, math.ceil(need[pool] * HEADROOM / per_node))
-    partitioned = fabric != "none"  # Fabric Manager partitions mean something only where a fabric mode selects them
+    partitioned = p.fabric != "none"  # Fabric Manager partitions mean something only where a fabric mode selects them
+    mig_model = "H100-80GB" if p.mig == "dynamic" else "A100-80GB"  # DynamicMIG is a 25.12+ Hopper feature here
     pools = [
         {"name": "h100", "nodes": size("h100", 8, nodes), "gpu": {"model": "H100-80GB", "count": 8},
          **({"nvlink": {"partitions": [2, 4, 8]}} if partitioned else {})},
-        {"name": "a100-mig", "nodes": size("a100-mig", 8, max(1, nodes // 4)), "gpu": {"model": "A100-80GB", "count": 8},
-         "mig": {"layout": "all-balanced"}},
-        {"name": "gb200", "nodes": size("gb200", 4, max(2, nodes // 8)), "gpu": {"model": "GB200-186GB", "count": 4}},
+        {"name": "gb200", "nodes": size("gb200", 4, max(2, nodes // 8)), "gpu": {"model": "GB200-186GB", "count": 4},
+         **({"nvlink": {"partitions": [4]}} if partitioned else {})},
     ]
+    if p.mig:
+        pools.insert(1, {"name": "a100-mig", "nodes": size("a100-mig", 8, max(1, nodes // 4)), "gpu": {"model": mig_model, "count": 8},
+                         "mig": {"layout": p.mig}})
+    if p.device_plugin_pool:
+        pools.append({"name": "l40s-legacy", "nodes": 2, "gpu": {"model": "L40S-48GB", "count": 4}, "allocation": "devicePlugin"})
+    driver: dict = {"version": p.driver, "nvidiaDriverRoot": p.driver_root, "fabric": p.fabric}
+    if p.fabric == "topologyConfig":
+        driver["values"] = {"image": dict(FORK_IMAGE)}
+    operator: dict = {"mode": p.operator, **({"version": p.operator_version} if p.operator_version else {})}
     spec = {
-        "kubernetesVersion": kubernetes,
-        "draDriver": {"version": driver, "nvidiaDriverRoot": "/run/nvidia/driver", "fabric": fabric},
-        "gpuOperator": {"mode": "helm", "version": "v25.10.1"},
+        "kubernetesVersion": p.kubernetes,
+        "draDriver": driver,
+        "gpuOperator": operator,
         "nodePools": pools,
         "gitops": {"repoURL": "https://git.example.com/fleet.git", "path": f"rendered/c{i:02d}", "destination": {"name": f"c{i:02d}"}},
-        # a synthetic fleet keeps no operator CRDs, and one flavour runs the Fabric Manager fork: both known
-        "acknowledge": [{"warning": "unchecked-crds", "reason": "benchmark fleet"}]
-        + ([{"warning": "driver-fork", "reason": "benchmark fleet"}] if fabric == "topologyConfig" else []),
+        "acknowledge": _acknowledge(p),
     }
-    if kubernetes >= "1.34":
-        spec["nimOperator"] = {"version": "3.1.2"}
+    if p.nim:
+        spec["nimOperator"] = {"version": p.nim}
     return {"apiVersion": "gpuc.dev/v1alpha1", "kind": "Cluster", "metadata": {"name": f"c{i:02d}"}, "spec": spec}
 
 
-def workload(c: int, j: int, flavour: tuple, rng: random.Random) -> dict:
-    kubernetes, _, fabric = flavour
+def workload(c: int, j: int, p: Platform, rng: random.Random) -> dict:
     kind = rng.choice(["nim", "nim", "exclusive", "shared", "timeslicing", "mps", "mig", "multinode", "fabric"])
     name, ns = f"c{c:02d}-w{j:04d}", f"team-{j % 10}"
     spec: dict = {"clusters": [f"c{c:02d}"], "replicas": rng.randint(1, 3)}
     gpu: dict = {}
-    if kind == "nim" and kubernetes >= "1.34":
-        spec["model"] = {"image": rng.choice(NIM_IMAGES), "parameters": rng.choice(["1B", "8B", "8B", "70B"]),
-                         "precision": rng.choice(["bf16", "fp8"]), "contextLength": 8192, "concurrency": rng.choice([1, 4, 8])}
+    # with FabricManagerPartitioning on, a claim of several GPUs must ask for the partition of exactly those GPUs
+    per_claim = p.fabric == "partitionAttributes"
+    if kind == "nim" and p.nim:
+        parameters, precision = rng.choice(["1B", "8B", "8B", "70B"]), rng.choice(["bf16", "fp8"])
+        spec["model"] = {"image": rng.choice(NIM_IMAGES), "parameters": parameters,
+                         "precision": precision, "contextLength": 8192, "concurrency": rng.choice([1, 4, 8])}
         spec["secrets"] = {"ngcApiKey": "ngc-api-secret", "imagePull": "ngc-secret"}
         spec["cache"] = {"accessMode": "ReadWriteMany"}  # replicas may land on several nodes
         gpu = {"count": "auto", "require": {"architecture": ["Hopper"]}}
+        if per_claim and NIM_GPUS[(parameters, precision)] > 1:
+            gpu["fabric"] = {"partitionSize": NIM_GPUS[(parameters, precision)]}
     elif kind == "shared":
         gpu = {"count": 1, "sharing": "Shared"}
     elif kind == "timeslicing":
         gpu = {"count": 1, "sharing": "TimeSlicing", "shareGroup": f"c{c:02d}-ts-{j % 50}", "timeSlicing": {"interval": "Long"}}
-    elif kind == "mps":
+    elif kind == "mps" and p.mps:
         gpu = {"count": 1, "sharing": "MPS", "mps": {"activeThreadPercentage": 50}}
-    elif kind == "mig":
+    elif kind == "mig" and p.mig:
         gpu = {"mig": {"slices": rng.choice([[{"profile": "1g.10gb"}], [{"profile": "3g.40gb"}, {"profile": "1g.10gb", "count": 2}]])}}
     elif kind == "multinode":
-        gpu = {"count": 4, "multiNode": {"nodes": 2}, "require": {"architecture": ["Blackwell"]}}
-    elif kind == "fabric" and fabric != "none":
+        gpu = {"count": 4, "multiNode": {"nodes": 2}, "require": {"architecture": ["Blackwell"]},
+               **({"fabric": {"partitionSize": 4}} if per_claim else {})}
+    elif kind == "fabric" and p.fabric != "none":
         gpu = {"fabric": {"partitionSize": rng.choice([2, 4])}, "require": {"architecture": ["Hopper"]}}
     else:
-        gpu = {"count": rng.choice([1, 1, 2, 4, 8]), "require": {"architecture": ["Hopper"], "minMemory": "40Gi"}}
+        count = rng.choice([1, 1, 2, 4, 8])
+        gpu = {"count": count, "require": {"architecture": ["Hopper"], "minMemory": "40Gi"}}
+        if per_claim and count > 1:
+            gpu = {"fabric": {"partitionSize": count}, "require": gpu["require"]}
     spec["gpu"] = gpu
     if "shareGroup" in gpu:
         ns = f"team-ts-{j % 50}"  # a share group lives in one namespace
-    if "sharing" in gpu and gpu["sharing"] != "Exclusive" and "model" in spec:
-        spec["replicas"] = 1
     return {"apiVersion": "gpuc.dev/v1alpha1", "kind": "GpuWorkload", "metadata": {"name": name, "namespace": ns}, "spec": spec}
 
 
@@ -204,7 +265,8 @@ def generate_plan(out: Path, nodes: int, pods: int, seed: int) -> None:
             "gpuOperator": {"mode": "helm", "version": "v25.10.1"}, "nimOperator": {"version": "3.1.2"},
             "nodePools": pools,
             "gitops": {"repoURL": "https://git.example.com/fleet.git", "path": "rendered/big", "destination": {"name": "big"}},
-            "acknowledge": [{"warning": "unchecked-crds", "reason": "benchmark fleet"}]}
+            "acknowledge": [{"warning": "unchecked-crds", "reason": "benchmark fleet: no operator CRDs"},
+                            {"warning": "driver-upgrade", "reason": "DRA nodes are drained before GPU driver upgrades"}]}
     (out / "clusters").mkdir(parents=True, exist_ok=True)
     (out / "clusters" / "big.yaml").write_text(yaml.safe_dump(
         {"apiVersion": "gpuc.dev/v1alpha1", "kind": "Cluster", "metadata": {"name": "big"}, "spec": spec}, sort_keys=False))

@@ -20,7 +20,9 @@ def worst_case_fleet(out: Path, nodes: int = 5000) -> Path:
         "kubernetesVersion": "1.34", "draDriver": {"version": "25.12.0", "nvidiaDriverRoot": "/run/nvidia/driver"},
         "gpuOperator": {"mode": "helm", "version": "v25.10.1"},
         "nodePools": [{"name": "h100", "nodes": nodes, "gpu": {"model": "H100-80GB", "count": 8}}],
-        "gitops": {"repoURL": "https://git.example.com/fleet.git", "path": "rendered/big", "destination": {"name": "big"}}}}
+        "gitops": {"repoURL": "https://git.example.com/fleet.git", "path": "rendered/big", "destination": {"name": "big"}},
+        "acknowledge": [{"warning": "unchecked-crds", "reason": "benchmark fleet: no operator CRDs"},
+                        {"warning": "driver-upgrade", "reason": "DRA nodes are drained before GPU driver upgrades"}]}}
     workloads = [{"apiVersion": "gpuc.dev/v1alpha1", "kind": "GpuWorkload", "metadata": {"name": f"w{i:04d}", "namespace": "team"},
                   "spec": {"replicas": 8, "gpu": {"count": 1}}} for i in range(nodes)]
     (out / "clusters").mkdir(parents=True)

@@ -265,7 +265,8 @@ def _same_on_both_sides(head: Path, base: Path | None, options: CompileOptions, 
     checks = options.checks
     settings = Settings.of(options.only, checks.require_crds, checks.allow_replace, options.allow_infeasible, options.state,
                            tuple(checks.crds))
-    now, then = safe_plan(head, settings, store, None), safe_plan(base, settings, store, None)
+    # the base is the same fleet at another commit: the head's index knows its unchanged files
+    now, then = safe_plan(head, settings, store, None), safe_plan(base, settings, store, None, index_of=head)
     if now is None or then is None or now.full or then.full:
         return set(), None, None
     same = {n for n in now.hits if then.keys.get(n) == now.keys[n]}

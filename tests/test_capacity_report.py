@@ -3,6 +3,7 @@ headless Chromium that must render the report without console errors."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
 from pathlib import Path
@@ -89,6 +90,35 @@ def test_two_workloads_of_one_report_never_get_near_identical_colours():
     many = workload_colors(names[:10])
     hues = sorted(_hue(c) for c in many.values())
     assert min(min(abs(x - y), 360 - abs(x - y)) for i, x in enumerate(hues) for y in hues[i + 1:]) >= MIN_HUE_GAP - 1
+
+
+def _colours_compared_with_every_hue(workloads: list[str]) -> dict[str, str]:
+    """workload_colors as first written: every candidate compared with every hue taken (quadratic, times 360)."""
+    from compiler.emit.capacity import GOLDEN_ANGLE
+
+    taken: list[float] = []
+    out = {}
+    for w in sorted(set(workloads)):
+        base = int(hashlib.sha256(w.encode()).hexdigest()[:8], 16) % 360
+
+        def gap(h: float) -> float:
+            return min((min(abs(h - t), 360 - abs(h - t)) for t in taken), default=360.0)
+
+        tries = [(base + step * GOLDEN_ANGLE) % 360 for step in range(1 + 360 // MIN_HUE_GAP)]
+        hue = next((h for h in tries if gap(h) >= MIN_HUE_GAP), None)
+        if hue is None:
+            hue = float(max(range(360), key=lambda h: (gap(h), -h)))
+        taken.append(hue)
+        out[w] = workload_color(w, hue)
+    return out
+
+
+def test_a_crowded_wheel_gives_the_colours_of_comparing_every_hue():
+    """Past a few dozen workloads every hue is within MIN_HUE_GAP of another: the report of 5,000 workloads must
+    neither take minutes (a comparison of every hue with every other, 360 times) nor colour anything differently."""
+    names = [f"team-{i % 7}/w{i:04d}" for i in range(150)]
+    assert workload_colors(names) == _colours_compared_with_every_hue(names)
+    assert len(set(workload_colors([f"team/w{i:05d}" for i in range(5000)]).values())) > 360  # done in well under a second
 
 
 def test_mig_slices_are_drawn_inside_their_gpu(plans):

@@ -163,9 +163,22 @@ def test_diff_reports_clusters_with_the_same_inputs_unchanged_without_compiling_
     built: list[str] = []
     real = compiler.pipeline.compile_cluster
     monkeypatch.setattr(compiler.pipeline, "compile_cluster", lambda cluster, f: built.append(cluster.name) or real(cluster, f))
+    # the files each side's load reads, and the files scanned for the plans: the base (a copy of the fleet at the
+    # commit, elsewhere) knows its unchanged files from the head's index, so b.yaml is neither read nor scanned
+    read: list[str] = []
+    real_load = compiler.pipeline.load
+    monkeypatch.setattr(compiler.pipeline, "load", lambda root, jobs=None, select=None, keep=None: real_load(
+        root, jobs, select=lambda rel: (select is None or select(rel)) and not read.append(rel), keep=keep))
+    scanned: list[bytes] = []
+    import compiler.cache.plan
+
+    real_scan = compiler.cache.plan.scan
+    monkeypatch.setattr(compiler.cache.plan, "scan", lambda data: scanned.append(data) or real_scan(data))
     cached = gpuc("diff", fleet, "--base", "HEAD", "--output", "json")
     assert cached.code == 0, cached.err
     assert sorted(built) == ["a", "a"]  # base and head of the changed cluster; b not at all
+    assert "workloads/b.yaml" not in read and "workloads/a.yaml" in read
+    assert scanned == [(fleet / "workloads" / "a.yaml").read_bytes()]  # the head's changed file, scanned once
     report = {c["cluster"]: c for c in json.loads(cached.out)["clusters"]}
     assert report["b"]["status"] == "unchanged" and report["b"]["feasible"] == {"before": True, "after": True}
     assert report["a"]["status"] == "changed"

@@ -35,11 +35,11 @@ class Settings:
                           "state": objects}, crds)
 
 
-def safe_plan(root: Path, settings: Settings, store: CacheStore, tree: Path | None) -> BuildPlan | None:
+def safe_plan(root: Path, settings: Settings, store: CacheStore, tree: Path | None, index_of: Path | None = None) -> BuildPlan | None:
     """plan_build, where a fleet or tree that changes under it (a file gone between listing and reading)
     means a full build, never a failure."""
     try:
-        plan = plan_build(root, settings, store, tree)
+        plan = plan_build(root, settings, store, tree, index_of)
         if plan is None and store.notes:  # a full build, and what could not be read of the cache is still said
             return BuildPlan(Index(), [], {}, {}, notes=list(store.notes), full=True)
         return plan
@@ -146,10 +146,14 @@ def _only_about(refs: list[DocRef], cluster: str) -> bool:
 Place = tuple[str, int, str]  # a document: (file, index in the file, digest of its lines)
 
 
-def plan_build(root: Path, settings: Settings, store: CacheStore, tree: Path | None) -> BuildPlan | None:
+def plan_build(root: Path, settings: Settings, store: CacheStore, tree: Path | None, index_of: Path | None = None
+               ) -> BuildPlan | None:
     """Which clusters the cache has, verified against `tree` (the output directory, or --previous; None:
-    nothing on disk to match, as for `validate` without --previous). None: build everything."""
-    scanned = _scan_fleet(root, store.index(root))
+    nothing on disk to match, as for `validate` without --previous). None: build everything. `index_of`: the
+    fleet whose index holds what earlier builds saw of these files (default `root`; the diff's base, a copy of
+    the fleet at a commit in a temporary directory, is the fleet itself at another time): a file whose path and
+    content match a record there is neither scanned again nor fresh."""
+    scanned = _scan_fleet(root, store.index(index_of or root))
     if scanned is None:
         return None
     index, fresh = scanned

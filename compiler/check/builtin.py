@@ -8,10 +8,12 @@ it declares (`x-kubernetes-group-version-kind`) and compiles each kind's schema 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from pathlib import Path
 
 from .schema import Compiler, Node
 
@@ -38,8 +40,13 @@ class BuiltinKinds:
         return sorted(v for g, v, k in self.kinds if g == group and k == kind)
 
 
-def _schema_root():
-    return resources.files(PACKAGE).joinpath("kubernetes-json-schema")
+def _schema_root() -> Path:
+    """The schemas kubernetes-validate ships, found without importing it (its import pulls in jsonschema and
+    attrs, a tenth of a second a render that only reads the JSON files beside it has no use for)."""
+    spec = importlib.util.find_spec(PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        return Path(str(resources.files(PACKAGE))).joinpath("kubernetes-json-schema")  # the import says what is wrong
+    return Path(spec.submodule_search_locations[0], "kubernetes-json-schema")
 
 
 def available_versions() -> list[str]:

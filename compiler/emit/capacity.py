@@ -11,6 +11,7 @@ that keeps the page small enough to open quickly, with the holders counted in th
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import hashlib
 import re
@@ -113,23 +114,37 @@ def workload_color(workload: str, hue: float | None = None) -> str:
     return f"hsl({round(digest % 360 if hue is None else hue)}, {55 + digest // 360 % 25}%, {42 + digest // 9000 % 18}%)"
 
 
+def _arc(h: float, t: float) -> float:
+    return min(abs(h - t), 360 - abs(h - t))
+
+
 def workload_colors(workloads: list[str]) -> dict[str, str]:
     """A colour per workload of one report, no two within MIN_HUE_GAP of hue while the wheel has room: each
     keeps its own hue when free, else steps by the golden angle to the first free one. Deterministic: the
-    workloads are taken in name order."""
-    taken: list[float] = []
+    workloads are taken in name order.
+
+    A report of thousands of workloads crowds the wheel after a few dozen, so the gaps are not found by
+    comparing each hue with every hue taken (quadratic in the workloads, times 360): a candidate's nearest
+    taken hue is one of its two neighbours on the sorted wheel, and each whole-degree hue keeps its distance
+    to the nearest taken one as hues are taken. Both give exactly the values the direct comparison gives."""
+    taken: list[float] = []  # sorted
+    nearest = [360.0] * 360  # whole-degree hue -> its distance to the nearest taken hue
+
+    def gap(h: float) -> float:
+        if not taken:
+            return 360.0
+        i = bisect.bisect_left(taken, h)
+        return min(_arc(h, taken[i % len(taken)]), _arc(h, taken[i - 1]))
+
     out = {}
     for w in sorted(set(workloads)):
         base = int(hashlib.sha256(w.encode()).hexdigest()[:8], 16) % 360
-
-        def gap(h: float) -> float:
-            return min((min(abs(h - t), 360 - abs(h - t)) for t in taken), default=360.0)
-
         tries = [(base + step * GOLDEN_ANGLE) % 360 for step in range(1 + 360 // MIN_HUE_GAP)]
         hue = next((h for h in tries if gap(h) >= MIN_HUE_GAP), None)
         if hue is None:  # the wheel is crowded: the hue farthest from every other
-            hue = float(max(range(360), key=lambda h: (gap(h), -h)))
-        taken.append(hue)
+            hue = float(max(range(360), key=lambda h: (nearest[h], -h)))
+        bisect.insort(taken, hue)
+        nearest = [min(d, _arc(h, hue)) for h, d in enumerate(nearest)]
         out[w] = workload_color(w, hue)
     return out
 
