@@ -94,6 +94,8 @@ def _acknowledge(p: Platform) -> list[dict]:
         acks.append({"warning": "driver-upgrade", "reason": "DRA nodes are drained before GPU driver upgrades"})
     if p.mig == "dynamic":
         acks.append({"warning": "mig-mode", "reason": "the node image enables MIG mode"})
+    if p.operator == "none":
+        acks.append({"warning": "device-plugin-off", "reason": "the operator install this team runs has devicePlugin.enabled=false"})
     return acks
 
 

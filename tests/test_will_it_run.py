@@ -184,8 +184,12 @@ def test_dra_pools_under_an_operator_gpuc_does_not_configure_warn_of_double_allo
     assert result.code == 0, result.err
     assert ("spec.gpuOperator.mode: with mode none gpuc cannot keep a device plugin off the DRA pools (h100)") in result.err
     assert "nvidia.com/gpu.deploy.device-plugin=false" in result.err and "use mode patch" in result.err
+    assert "[device-plugin-off]" in result.err and "spec.acknowledge: [{warning: device-plugin-off" in result.err
     result = gpuc("validate", fleet(clusters=[cluster_doc(gpuOperator={"mode": "patch"})]))
     assert "device plugin off the DRA pools" not in result.err
+    acknowledged = gpuc("validate", fleet(clusters=[cluster_doc(gpuOperator={"mode": "none"}, acknowledge=[
+        {"warning": "device-plugin-off", "reason": "our operator install has devicePlugin.enabled=false"}])]))
+    assert acknowledged.code == 0 and "device plugin off the DRA pools" not in acknowledged.err, acknowledged.err
 
 
 def test_the_patched_cluster_policy_keeps_the_device_plugin_off_dra_pools(fleet):

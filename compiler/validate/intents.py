@@ -181,7 +181,8 @@ class Charts(Model):
                                           "nim-operator): its own source")
 
 
-AckCode = Literal["unchecked-crds", "driver-fork", "helm-capabilities", "dra-beta", "mig-mode", "unknown-release", "driver-upgrade"]
+AckCode = Literal["unchecked-crds", "driver-fork", "helm-capabilities", "dra-beta", "mig-mode", "unknown-release", "driver-upgrade",
+                  "device-plugin-off"]
 
 
 class Acknowledgement(Model):
@@ -192,7 +193,10 @@ class Acknowledgement(Model):
                                          "helm-capabilities (the Helm that renders the driver chart is older than 3.19), dra-beta (DRA "
                                          "and its beta API turned on in a 1.32/1.33 cluster), mig-mode (MIG mode enabled outside the "
                                          "MIG Manager on dynamic-MIG pools), "
-                                         "unknown-release (a DRA driver or GPU Operator version newer than gpuc's facts)")
+                                         "unknown-release (a DRA driver or GPU Operator version newer than gpuc's facts), "
+                                         "driver-upgrade (GPU driver upgrades by the operator while the DRA kubelet plugin runs), "
+                                         "device-plugin-off (gpuOperator.mode none: the team keeps the other install's device "
+                                         "plugin off the DRA pools)")
     kinds: list[str] | None = Field(None, description="unchecked-crds only: the kinds accepted unchecked (default: every kind)")
     reason: str = Field(min_length=1, description="why it is accepted, for the reviewer who reads this file next")
 

@@ -82,17 +82,18 @@ def _check_operator_mode(cluster: ResolvedCluster, findings: Findings) -> None:
     nothing until that install's migManager reads the ConfigMap, and gpuc cannot keep that install's
     device plugin off the DRA pools (both would hand out the same GPUs: over-admission)."""
     op = cluster.spec.gpu_operator
-    if op.mode == "none" and cluster.dra_pools:
+    if op.mode == "none" and cluster.dra_pools and not cluster.spec.acknowledged("device-plugin-off"):
         label = gpu_operator()["devicePluginDeployLabel"]
         pools = ", ".join(p.name for p in cluster.dra_pools)
-        findings.add(cluster.intent.warning(
+        findings.add(dataclasses.replace(cluster.intent.warning(
             ("spec", "gpuOperator", "mode"),
             f"with mode none gpuc cannot keep a device plugin off the DRA pools ({pools}); a device plugin and the DRA "
             "driver serving the same GPUs both hand them out, and pods get GPUs another pod holds",
             f"disable the device plugin of the GPU Operator you run on those nodes (devicePlugin.enabled=false, or node "
             f"label {label}=false), or use mode patch so gpuc sets it; a standalone NVIDIA device plugin chart takes the "
             f"affinity gpuc writes to values/nvidia-device-plugin.yaml; the DRA kubelet plugin runs only on nodes labelled "
-            f"{gpu_operator()['draNodeLabel']}=true (node-labels.yaml)"))
+            f"{gpu_operator()['draNodeLabel']}=true (node-labels.yaml); once it is off, say so: spec.acknowledge: "
+            "[{warning: device-plugin-off, reason: ...}]"), code="device-plugin-off"))
     if op.mode == "none" and any(p.mig_layout is not None for p in cluster.pools):
         name = gpu_operator()["migConfigMapName"]
         findings.add(cluster.intent.warning(("spec", "gpuOperator", "mode"),
