@@ -7,13 +7,21 @@ allocating its claims on N's devices next to everything bound before it. A pod g
 created without one: the scheduler must find no node for it (PodScheduled=False, Unschedulable).
 There is no kubelet: the binding (spec.nodeName) is the verdict. The resource-claim controller makes
 each pod's claims from its templates, as in a cluster.
+
+`schedule_plan` waits for each pod's verdict before creating the next (a verdict per pod, but its rate
+is the harness's loop); `schedule_batch` hands the scheduler every pod at once and times it.
 """
 
 from __future__ import annotations
 
+import json
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes import watch as k8s_watch
 
 from compiler.place.allocator import cluster_pods, placement_order
 from compiler.place.allocator.result import AllocationPlan
@@ -33,6 +41,18 @@ class Verdicts:
     bound: dict[str, str] = field(default_factory=dict)  # pod -> node
     unschedulable: dict[str, str] = field(default_factory=dict)  # pod -> the scheduler's message
     differences: list[str] = field(default_factory=list)
+    timing: BatchTiming | None = None  # schedule_batch's
+
+
+@dataclass(frozen=True)
+class BatchTiming:
+    """Seconds of a batch: creating the gated pods until the claim controller made all their claims, then
+    from the first pod released to the scheduler until the last release, the last bind and the last verdict."""
+
+    created_s: float
+    released_s: float
+    last_bind_s: float
+    last_verdict_s: float
 
 
 def publish_inventory(kube: Kube, inventory: Inventory, api_version: str) -> None:
@@ -106,14 +126,131 @@ def schedule_plan(kube: Kube, compiled: Any, plan: AllocationPlan, channel_templ
         outcome = outcomes[(pod.workload, pod.name)]
         ns = pod.workload.split("/")[0]
         _must(kube.apply(_pod(pod, (channel_templates or {}).get(pod.workload), outcome.node)))
-        node, why = verdict(kube, ns, pod.name, timeout)
-        who = f"{pod.workload} pod {pod.name}"
-        if node is not None:
-            out.bound[pod.name] = node
-            if outcome.node is None:
-                out.differences.append(f"{who}: gpuc cannot place it ({outcome.reason}); the scheduler bound it to {node}")
-        else:
-            out.unschedulable[pod.name] = why
-            if outcome.node is not None:
-                out.differences.append(f"{who}: gpuc places it on {outcome.node}; the scheduler did not bind it: {why}")
+        _judge(out, pod, outcome, *verdict(kube, ns, pod.name, timeout))
+    return out
+
+
+def _judge(out: Verdicts, pod: Any, outcome: Any, node: str | None, why: str) -> None:
+    """Record the scheduler's verdict on `pod` and any difference from gpuc's `outcome`."""
+    who = f"{pod.workload} pod {pod.name}"
+    if node is not None:
+        out.bound[pod.name] = node
+        if outcome.node is None:
+            out.differences.append(f"{who}: gpuc cannot place it ({outcome.reason}); the scheduler bound it to {node}")
+    else:
+        out.unschedulable[pod.name] = why
+        if outcome.node is not None:
+            out.differences.append(f"{who}: gpuc places it on {outcome.node}; the scheduler did not bind it: {why}")
+
+
+GATE = "gpuc.dev/batch"  # a scheduling gate: the scheduler leaves a gated pod alone
+HARNESS_PODS = "gpuc.dev/harness=true"
+
+
+def _state(pod: Obj) -> tuple[str | None, str | None]:
+    """(node it is bound to, the scheduler's Unschedulable message): None where the scheduler has not said."""
+    node = (pod.get("spec") or {}).get("nodeName")
+    if node:
+        return node, None
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "False" and cond.get("reason") == "Unschedulable":
+            return None, cond.get("message", "")
+    return None, None
+
+
+def _harness_pods(core: Any) -> tuple[dict[tuple[str, str], Obj], str]:
+    """The harness's pods by (namespace, name), and the list's resourceVersion to watch from."""
+    listed = json.loads(core.list_pod_for_all_namespaces(label_selector=HARNESS_PODS, _preload_content=False).data)
+    return {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in listed["items"]}, listed["metadata"]["resourceVersion"]
+
+
+def _claims_made(pod: Obj) -> bool:
+    """Whether the claim controller has made every claim `pod` asks for from a template."""
+    templated = {c["name"] for c in pod["spec"].get("resourceClaims") or [] if c.get("resourceClaimTemplateName")}
+    made = {s["name"] for s in (pod.get("status") or {}).get("resourceClaimStatuses") or [] if s.get("resourceClaimName")}
+    return templated <= made
+
+
+class _Watcher(threading.Thread):
+    """Notes when each of `wanted` pods first has a verdict (bound, or Unschedulable), from a watch."""
+
+    def __init__(self, core: k8s.CoreV1Api, wanted: set[tuple[str, str]], resource_version: str) -> None:
+        super().__init__(daemon=True)
+        self.core, self.wanted, self.rv = core, wanted, resource_version
+        self.bound: dict[tuple[str, str], float] = {}
+        self.decided: dict[tuple[str, str], float] = {}
+        self.done = threading.Event()
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            while not self.done.is_set() and not self.stop.is_set():
+                stream = k8s_watch.Watch()
+                for event in stream.stream(self.core.list_pod_for_all_namespaces, label_selector=HARNESS_PODS, resource_version=self.rv,
+                                           timeout_seconds=5, deserialize=False):
+                    pod = event["object"]
+                    self.rv = pod["metadata"]["resourceVersion"]
+                    key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+                    node, why = _state(pod)
+                    now = time.perf_counter()
+                    if node is not None:
+                        self.bound.setdefault(key, now)
+                    if node is not None or why is not None:
+                        self.decided.setdefault(key, now)
+                    if len(self.decided) == len(self.wanted) or self.stop.is_set():
+                        self.done.set()
+                        stream.stop()
+        except BaseException as exc:  # reported by schedule_batch, not lost in a thread
+            self.error = exc
+            self.done.set()
+
+
+def schedule_batch(kube: Kube, compiled: Any, plan: AllocationPlan, channel_templates: dict[str, str] | None = None,
+                   timeout: float = 300) -> Verdicts:
+    """Every pod of the plan at once. The pods are created held by a scheduling gate, in placement order, until
+    the claim controller has made all their claims; then released in placement order as fast as the API server
+    takes it, and the scheduler works through its queue (first in, first out at one priority, so in gpuc's
+    order: the same order gives the same devices, hence the same nodes). The timing starts at the first release:
+    what it measures is the scheduler binding a queue of pods, not this client creating them."""
+    pods = cluster_pods(compiled)
+    outcomes = {(o.workload, o.pod): o for o in plan.pods}
+    order = [pods[i] for i in placement_order(pods)]
+    keys = [(p.workload.split("/")[0], p.name) for p in order]
+    core: Any = k8s.CoreV1Api(kube.api)  # raw bodies both ways: the client's models cost more than the scheduler
+    start = time.perf_counter()
+    for pod, (ns, _) in zip(order, keys, strict=True):
+        body = _pod(pod, (channel_templates or {}).get(pod.workload), outcomes[(pod.workload, pod.name)].node)
+        body["spec"]["schedulingGates"] = [{"name": GATE}]
+        core.create_namespaced_pod(ns, body, _preload_content=False)
+    deadline = time.monotonic() + timeout
+    while True:
+        listed, rv = _harness_pods(core)
+        waiting = [k for k in keys if not _claims_made(listed[k])]
+        if not waiting:
+            break
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the claim controller made no claims for {len(waiting)} pod(s) in {timeout:.0f} s, e.g. {waiting[0]}")
+        time.sleep(0.2)
+    created = time.perf_counter() - start
+    watcher = _Watcher(core, set(keys), rv)
+    watcher.start()
+    ungate = [{"op": "remove", "path": "/spec/schedulingGates"}]
+    first = time.perf_counter()
+    for ns, name in keys:
+        core.patch_namespaced_pod(name, ns, ungate, _preload_content=False)
+    released = time.perf_counter() - first
+    watcher.done.wait(max(1.0, deadline - time.monotonic()))
+    watcher.stop.set()
+    if watcher.error is not None:
+        raise AssertionError(f"watching the pods failed: {watcher.error}") from watcher.error
+    final, _ = _harness_pods(core)  # the verdicts as they stand now, not as first seen
+    out = Verdicts()
+    for pod, key in zip(order, keys, strict=True):
+        node, why = _state(final[key])
+        if node is None and why is None:
+            why = f"no verdict from the scheduler after {timeout:.0f} s"
+        _judge(out, pod, outcomes[(pod.workload, pod.name)], node, why or "")
+    since = lambda times: max(times.values(), default=first) - first
+    out.timing = BatchTiming(created, released, since(watcher.bound), since(watcher.decided))
     return out
