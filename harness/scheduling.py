@@ -15,9 +15,13 @@ is the harness's loop); `schedule_batch` hands the scheduler every pod at once a
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kubernetes import client as k8s
@@ -53,6 +57,13 @@ class BatchTiming:
     released_s: float
     last_bind_s: float
     last_verdict_s: float
+    scheduler_cpu_s: float | None = None  # the scheduler process's CPU from the first release to the last verdict
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process `pid` so far (Linux's /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def publish_inventory(kube: Kube, inventory: Inventory, api_version: str) -> None:
@@ -164,6 +175,22 @@ def _harness_pods(core: Any) -> tuple[dict[tuple[str, str], Obj], str]:
     return {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in listed["items"]}, listed["metadata"]["resourceVersion"]
 
 
+class _Raw:
+    """Requests of pre-encoded JSON on the client's connection pool: a thousand pods through the client's models
+    spend more of the two cores than the API server does, and the release must not starve the scheduler."""
+
+    def __init__(self, kube: Kube) -> None:
+        config = kube.api.configuration
+        self.pool, self.host = kube.api.rest_client.pool_manager, config.host
+        self.headers = {"Authorization": config.auth_settings()["BearerToken"]["value"], "Accept": "application/json"}
+
+    def __call__(self, method: str, path: str, body: Any, content_type: str = "application/json") -> None:
+        r = self.pool.request(method, self.host + path, body=json.dumps(body).encode(),
+                              headers={**self.headers, "Content-Type": content_type})
+        if r.status >= 300:
+            raise AssertionError(f"{method} {path}: HTTP {r.status}: {r.data[:500].decode(errors='replace')}")
+
+
 def _claims_made(pod: Obj) -> bool:
     """Whether the claim controller has made every claim `pod` asks for from a template."""
     templated = {c["name"] for c in pod["spec"].get("resourceClaims") or [] if c.get("resourceClaimTemplateName")}
@@ -207,22 +234,26 @@ class _Watcher(threading.Thread):
 
 
 def schedule_batch(kube: Kube, compiled: Any, plan: AllocationPlan, channel_templates: dict[str, str] | None = None,
-                   timeout: float = 300) -> Verdicts:
+                   timeout: float = 300, scheduler: subprocess.Popen[bytes] | None = None) -> Verdicts:
     """Every pod of the plan at once. The pods are created held by a scheduling gate, in placement order, until
     the claim controller has made all their claims; then released in placement order as fast as the API server
-    takes it, and the scheduler works through its queue (first in, first out at one priority, so in gpuc's
-    order: the same order gives the same devices, hence the same nodes). The timing starts at the first release:
-    what it measures is the scheduler binding a queue of pods, not this client creating them."""
+    takes it, and the scheduler works through its queue: at one priority it pops the pod first added to it
+    (kube-scheduler keeps a gated pod's queue timestamp when it is released), so in gpuc's order, and the same
+    order gives the same devices, hence the same nodes. The timing starts at the first release: the scheduler
+    binding a queue of pods, not the client creating them. Given the `scheduler`'s process, it is paused
+    (SIGSTOP) while the pods are released and the timing starts when it resumes: on two shared cores the release
+    would otherwise bound the rate it measures."""
     pods = cluster_pods(compiled)
     outcomes = {(o.workload, o.pod): o for o in plan.pods}
     order = [pods[i] for i in placement_order(pods)]
     keys = [(p.workload.split("/")[0], p.name) for p in order]
-    core: Any = k8s.CoreV1Api(kube.api)  # raw bodies both ways: the client's models cost more than the scheduler
+    core: Any = k8s.CoreV1Api(kube.api)  # lists and the watch read raw JSON too
+    raw = _Raw(kube)
     start = time.perf_counter()
     for pod, (ns, _) in zip(order, keys, strict=True):
         body = _pod(pod, (channel_templates or {}).get(pod.workload), outcomes[(pod.workload, pod.name)].node)
         body["spec"]["schedulingGates"] = [{"name": GATE}]
-        core.create_namespaced_pod(ns, body, _preload_content=False)
+        raw("POST", f"/api/v1/namespaces/{ns}/pods", body)
     deadline = time.monotonic() + timeout
     while True:
         listed, rv = _harness_pods(core)
@@ -236,12 +267,21 @@ def schedule_batch(kube: Kube, compiled: Any, plan: AllocationPlan, channel_temp
     watcher = _Watcher(core, set(keys), rv)
     watcher.start()
     ungate = [{"op": "remove", "path": "/spec/schedulingGates"}]
-    first = time.perf_counter()
-    for ns, name in keys:
-        core.patch_namespaced_pod(name, ns, ungate, _preload_content=False)
-    released = time.perf_counter() - first
+    if scheduler is not None:
+        scheduler.send_signal(signal.SIGSTOP)
+    try:
+        first = time.perf_counter()
+        for ns, name in keys:  # one at a time, in order: the scheduler may start on the first before the last is released
+            raw("PATCH", f"/api/v1/namespaces/{ns}/pods/{name}", ungate, "application/json-patch+json")
+        released = time.perf_counter() - first
+    finally:
+        if scheduler is not None:
+            cpu = _cpu_seconds(scheduler.pid)
+            first = time.perf_counter()
+            scheduler.send_signal(signal.SIGCONT)
     watcher.done.wait(max(1.0, deadline - time.monotonic()))
     watcher.stop.set()
+    scheduler_cpu = _cpu_seconds(scheduler.pid) - cpu if scheduler is not None else None
     if watcher.error is not None:
         raise AssertionError(f"watching the pods failed: {watcher.error}") from watcher.error
     final, _ = _harness_pods(core)  # the verdicts as they stand now, not as first seen
@@ -252,5 +292,5 @@ def schedule_batch(kube: Kube, compiled: Any, plan: AllocationPlan, channel_temp
             why = f"no verdict from the scheduler after {timeout:.0f} s"
         _judge(out, pod, outcomes[(pod.workload, pod.name)], node, why or "")
     since = lambda times: max(times.values(), default=first) - first
-    out.timing = BatchTiming(created, released, since(watcher.bound), since(watcher.decided))
+    out.timing = BatchTiming(created, released, since(watcher.bound), since(watcher.decided), scheduler_cpu)
     return out

@@ -64,8 +64,11 @@ def schedule(start: Callable[[str], ControlPlane], fleet: Path, cluster: str, tm
     options = CompileOptions(only=cluster, detail=True, allow_infeasible=True,
                              state=read_live(str(cp.kubeconfig()), None) if foreign else None)
     outcome = compile_fleet(fleet, options).clusters[cluster]
-    run = schedule_batch if batch else schedule_plan
-    verdicts = run(kube, outcome.compiled, outcome.placement, channel_templates(kube, outcome.compiled, api_version))
+    templates = channel_templates(kube, outcome.compiled, api_version)
+    if batch:
+        verdicts = schedule_batch(kube, outcome.compiled, outcome.placement, templates, scheduler=cp.procs["kube-scheduler"])
+    else:
+        verdicts = schedule_plan(kube, outcome.compiled, outcome.placement, templates)
     return verdicts, outcome.placement
 
 
