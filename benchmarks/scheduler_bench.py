@@ -17,10 +17,9 @@ import json
 import sys
 from pathlib import Path
 
-from harness import controlplane
 from harness.components import ComponentMissing
 from harness.controlplane import ControlPlane
-from harness.servers import server_for
+from harness.servers import scheduling_plane
 
 
 def fleet(root: Path, nodes: int, pods: int) -> None:
@@ -35,8 +34,7 @@ def schedule(fleet_dir: Path, work: Path, plan_json: Path) -> dict:
     planes: list[ControlPlane] = []
 
     def start(minor: str) -> ControlPlane:
-        release, emulated = server_for(minor, newest=True)
-        cp = controlplane.start(release, work / f"cp-{minor}", emulated_minor=emulated, scheduler=True, controllers=True)
+        cp = scheduling_plane(minor, work / f"cp-{minor}")
         planes.append(cp)
         return cp
 
