@@ -23,6 +23,7 @@ def test_plan_vs_scheduler_runs_at_a_tiny_size_and_requires_the_same_placements(
     for prefix in ("plan 50 pods on 10 nodes (the real-scheduler test's fleet)", "kube-scheduler binds the same plan in the harness",
                    "plan 1,000 pods on 250 nodes"):
         assert any(row.startswith(prefix) for row in rows), (prefix, done.stdout)
-    assert re.search(r"^\| kube-scheduler binds the \d+ placed pods and leaves \d+ unschedulable, as gpuc says .*\| [\d.]+ \(wall\), "
-                     r"[\d.]+ \(CPU\) \|$", done.stdout, re.M), done.stdout
+    assert re.search(r"^\| kube-scheduler binds the \d+ placed pods and leaves \d+ unschedulable, as gpuc says .*\| [\d.]+ bound \(wall\), "
+                     r"[\d.]+ \(CPU\); [\d.]+ verdicts \(wall\) \|$", done.stdout, re.M), done.stdout
+    assert re.search(r"^The same \d+ decisions .* takes [\d,.]+x less wall time than kube-scheduler", done.stdout, re.M), done.stdout
     assert "scheduler_perf's published DRA throughput at 500 nodes (the anchor) | - | 110-270 |" in done.stdout
