@@ -16,6 +16,13 @@ from .controlplane import ControlPlane
 EMULATION_WINDOW = 3  # minors below the binary's own that --emulated-version accepts
 
 
+def scheduling_plane(minor: str, workdir: Path) -> ControlPlane:
+    """A control plane of its own with the scheduler and the claim controller, at the newest release (emulating
+    `minor`): what a caller creates there stays off the shared API servers."""
+    release, emulated = server_for(minor, newest=True)
+    return controlplane.start(release, workdir, emulated_minor=emulated, scheduler=True, controllers=True)
+
+
 def server_for(minor: str, newest: bool = False) -> tuple[Release, str | None]:
     """(release to run, minor to emulate or None) for a cluster of Kubernetes `minor`: its own release if one is
     built, else the oldest built release whose emulation window holds it. With `newest`, the newest release that

@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import controlplane
 from harness.allocref import Allocref
 from harness.controlplane import ControlPlane
-from harness.servers import ControlPlanes, server_for
+from harness.servers import ControlPlanes, scheduling_plane
 
 from conftest import EXAMPLES, gpuc
 
@@ -58,8 +57,7 @@ def fresh_plane(tmp_path: Path) -> Iterator[Callable[[str], ControlPlane]]:
     planes: list[ControlPlane] = []
 
     def start(minor: str) -> ControlPlane:
-        release, emulated = server_for(minor, newest=True)
-        cp = controlplane.start(release, tmp_path / f"cp-{minor}", emulated_minor=emulated, scheduler=True, controllers=True)
+        cp = scheduling_plane(minor, tmp_path / f"cp-{minor}")
         planes.append(cp)
         return cp
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 
 from conftest import cluster_doc, gpuc, workload_doc, write_fleet
-from real.test_real_scheduler import _schedule
+from real.scheduler_run import schedule
 
 POOLS = [{"name": "h100", "nodes": 1, "gpu": {"model": "H100-80GB", "count": 8}},
          {"name": "a100-mig", "nodes": 1, "gpu": {"model": "A100-80GB", "count": 8}, "mig": {"layout": "all-1g.10gb"}}]
@@ -32,14 +32,14 @@ def test_the_nodes_gpuc_says_to_add_place_every_pod_with_the_real_scheduler(fres
     assert added == {"h100": 2, "a100-mig": 1}, room
     grown = _fleet(tmp_path / "grown", added)
     assert gpuc("plan", grown).code == 0
-    verdicts, placement = _schedule(fresh_plane, grown, "c1", tmp_path / "grown-run")
+    verdicts, placement = schedule(fresh_plane, grown, "c1", tmp_path / "grown-run")
     assert placement.feasible and verdicts.differences == [] and verdicts.unschedulable == {}
     assert len(verdicts.bound) == 65
     assert {node for node in verdicts.bound.values()} >= {"h100-1", "h100-2", "a100-mig-1"}, "the added nodes are used"
 
     # a control plane of its own for the second cluster (fresh_plane keeps one per minor): 1.36, where the plan is the same
     fewer = _fleet(tmp_path / "fewer", {**added, "h100": added["h100"] - 1}, minor="1.36")
-    verdicts, placement = _schedule(fresh_plane, fewer, "c1", tmp_path / "fewer-run")
+    verdicts, placement = schedule(fresh_plane, fewer, "c1", tmp_path / "fewer-run")
     assert not placement.feasible and verdicts.differences == []
     assert sorted(verdicts.unschedulable) == sorted(p.pod for p in placement.unplaced) and len(verdicts.unschedulable) == 1
     assert yaml.safe_load((fewer / "clusters" / "c1.yaml").read_text())["spec"]["nodePools"][0]["nodes"] == 2

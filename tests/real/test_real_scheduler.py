@@ -9,124 +9,39 @@ are covered by the allocator replay and by their own minors' API servers, not by
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
-from compiler.load.live import read_live
-from compiler.pipeline import CompileOptions, compile_fleet
-from compiler.place import synthesize_for
-from harness.kube import Kube
-from harness.scheduling import publish_classes, publish_inventory, schedule_plan, verdict
-from harness.trees import apply_tree
-
-from conftest import EXAMPLES, cluster_doc, gpuc, write_fleet
-from real.reference import crds_of
-
-
-def _channel_templates(kube: Kube, compiled: Any, api_version: str) -> dict[str, str]:
-    """The channel claim templates the ComputeDomain controller would make (request and class from gpuc's facts)."""
-    from compiler.facts.driver import compute_domain_channel_request
-
-    request, device_class = compute_domain_channel_request()
-    out = {}
-    for key, name in compiled.channels.items():
-        ns = key.split("/")[0]
-        kube.apply({"apiVersion": api_version, "kind": "ResourceClaimTemplate", "metadata": {"name": name, "namespace": ns},
-                    "spec": {"spec": {"devices": {"requests": [{"name": request, "exactly": {"deviceClassName": device_class}}]}}}})
-        out[key] = name
-    return out
-
-
-def _schedule(start, fleet: Path, cluster: str, tmp_path: Path, foreign: list[dict[str, Any]] | None = None):
-    """Render, publish the cluster to a fresh control plane, plan with gpuc (reading the live cluster when
-    something already runs there) and schedule the plan's pods; the verdicts and gpuc's plan."""
-    doc = yaml.safe_load((fleet / "clusters" / f"{cluster}.yaml").read_text())
-    minor = doc["spec"]["kubernetesVersion"]
-    cp = start(minor)
-    kube = Kube(cp)
-    out = tmp_path / "rendered"
-    rendered = gpuc("render", fleet, "-o", out, "--cluster", cluster, "--allow-infeasible")
-    assert rendered.code == 0, rendered.err
-    compiled = compile_fleet(fleet, CompileOptions(only=cluster, detail=True, allow_infeasible=True)).clusters[cluster].compiled
-    api_version = compiled.cluster.api.api_version
-    publish_inventory(kube, synthesize_for(compiled), api_version)
-    publish_classes(kube, compiled, api_version)
-    rejected, _ = apply_tree(kube, out / cluster, crds_of(fleet, cluster))
-    assert [str(r) for r in rejected] == []
-    for obj in foreign or []:
-        kube.ensure_namespace(obj["metadata"]["namespace"])
-        kube.apply(obj)
-        if obj["kind"] == "Pod":
-            node, why = verdict(kube, obj["metadata"]["namespace"], obj["metadata"]["name"], 60)
-            assert node is not None, f"the foreign pod did not start: {why}"
-    options = CompileOptions(only=cluster, detail=True, allow_infeasible=True,
-                             state=read_live(str(cp.kubeconfig()), None) if foreign else None)
-    outcome = compile_fleet(fleet, options).clusters[cluster]
-    verdicts = schedule_plan(kube, outcome.compiled, outcome.placement, _channel_templates(kube, outcome.compiled, api_version))
-    return verdicts, outcome.placement
+from conftest import EXAMPLES
+from real.scheduler_run import foreign_claim, generated_fleet, schedule
 
 
 @pytest.mark.parametrize("cluster", ["prod-east", "staging", "lab", "west"])
 def test_the_scheduler_binds_the_example_fleets_pods_where_gpuc_places_them(fresh_plane, tmp_path: Path, cluster: str) -> None:
-    verdicts, plan = _schedule(fresh_plane, EXAMPLES, cluster, tmp_path)
+    verdicts, plan = schedule(fresh_plane, EXAMPLES, cluster, tmp_path)
     placed = [p for p in plan.pods if p.node is not None]
     assert placed and verdicts.differences == []
     assert len(verdicts.bound) == len(placed)
 
 
-def generated_fleet(root: Path, nodes: int = 200, pods: int = 1000, seed: int = 5) -> Path:
-    """A Kubernetes 1.37 / driver 0.5.1 cluster of `nodes` nodes (H100, L40S and A100 in MIG mode) and workloads of
-    every kind gpuc plans adding up to `pods` pods: exclusive counts, shared claims, MIG slices, alternatives and
-    fractional GPU memory; more than fits, so some cannot be placed."""
-    rng = random.Random(seed)
-    h100, l40s = nodes * 3 // 4, nodes // 10
-    pools = [{"name": "h100", "nodes": h100, "gpu": {"model": "H100-80GB", "count": 8}},
-             {"name": "l40s", "nodes": l40s, "gpu": {"model": "L40S-48GB", "count": 4}},
-             {"name": "a100-mig", "nodes": nodes - h100 - l40s, "gpu": {"model": "A100-80GB", "count": 8}, "mig": {"layout": "all-balanced"}}]
-    cluster = cluster_doc("gen", kubernetes="1.37", driver="0.5.1", pools=pools,
-                          acknowledge=[{"warning": "unchecked-crds", "reason": "generated fleet"}])
-    docs, total = [], 0
-    while total < pods:
-        kind = rng.choices(["exclusive", "shared", "mig", "alternatives", "fractional"], weights=[40, 10, 20, 15, 15])[0]
-        gpu: dict[str, Any]
-        if kind == "exclusive":
-            gpu = {"count": rng.choice([1, 1, 2, 4, 8])}
-        elif kind == "shared":
-            gpu = {"count": 1, "sharing": "Shared"}
-        elif kind == "mig":
-            gpu = {"mig": {"slices": [{"profile": rng.choice(["1g.10gb", "2g.20gb", "3g.40gb"])}]}}
-        elif kind == "alternatives":
-            gpu = {"alternatives": [{"count": 2, "require": {"productName": "NVIDIA L40S"}}, {"count": 1, "require": {"architecture": ["Hopper"]}}]}
-        else:
-            gpu = {"sharing": "Fractional", "memory": rng.choice(["10Gi", "16Gi", "20Gi", "40Gi"]), "require": {"architecture": ["Hopper"]}}
-        replicas = min(rng.randint(1, 12), pods - total)
-        docs.append({"apiVersion": "gpuc.dev/v1alpha1", "kind": "GpuWorkload", "metadata": {"name": f"w{len(docs):04d}", "namespace": f"team-{len(docs) % 7}"},
-                     "spec": {"clusters": ["gen"], "replicas": replicas, "gpu": gpu}})
-        total += replicas
-    return write_fleet(root, [cluster], {"w.yaml": docs})
-
-
-def foreign_claim(node: str, count: int = 8) -> list[dict[str, Any]]:
-    """A training job gpuc knows nothing of, already running: a claim of `count` GPUs and its pod on `node`."""
-    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "train", "namespace": "research-foreign"},
-             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": count}}]}}}
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train-0", "namespace": "research-foreign"},
-           "spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10", "resources": {"claims": [{"name": "gpu"}]}}],
-                    "resourceClaims": [{"name": "gpu", "resourceClaimName": "train"}], "automountServiceAccountToken": False,
-                    "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}}}
-    return [claim, pod]
-
-
 def test_the_scheduler_binds_exactly_the_pods_gpuc_places_in_a_200_node_fleet(fresh_plane, tmp_path: Path) -> None:
     fleet = generated_fleet(tmp_path / "fleet")
-    verdicts, plan = _schedule(fresh_plane, fleet, "gen", tmp_path, foreign=foreign_claim("h100-0"))
+    verdicts, plan = schedule(fresh_plane, fleet, "gen", tmp_path, foreign=foreign_claim("h100-0"))
     placed = [p for p in plan.pods if p.node is not None]
     assert len(plan.pods) == 1000 and 0 < len(placed) < 1000
     assert plan.held, "gpuc's plan did not see the running foreign claim"
     assert verdicts.differences == []
     assert len(verdicts.bound) == len(placed) and len(verdicts.unschedulable) == 1000 - len(placed)
+
+
+def test_a_batch_of_every_pod_at_once_is_bound_exactly_where_gpuc_places_it(fresh_plane, tmp_path: Path) -> None:
+    """The plan-vs-scheduler benchmark's mode: the scheduler gets the whole plan at once (released in gpuc's
+    order) and works through its queue; the placements must still be gpuc's, pod for pod."""
+    fleet = generated_fleet(tmp_path / "fleet", nodes=10, pods=100)
+    verdicts, plan = schedule(fresh_plane, fleet, "gen", tmp_path, batch=True)
+    placed = [p for p in plan.pods if p.node is not None]
+    assert len(plan.pods) == 100 and 0 < len(placed) < 100
+    assert verdicts.differences == []
+    assert verdicts.bound == {p.pod: p.node for p in placed} and len(verdicts.unschedulable) == 100 - len(placed)
+    assert verdicts.timing is not None and 0 < verdicts.timing.last_bind_s <= verdicts.timing.last_verdict_s
