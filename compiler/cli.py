@@ -630,6 +630,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("gpuc: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `gpuc plan ... | head`: the reader left; say nothing, as cat and grep do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's own flush at exit would raise again
+        return 141  # 128 + SIGPIPE, what a shell reports for a process killed by it
     except Exception as exc:  # the last line of defence: everything else is handled where it happens
         if os.environ.get("GPUC_DEBUG"):
             raise

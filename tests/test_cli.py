@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -81,3 +82,15 @@ def test_ci_runs_exactly_the_readme_commands():
     for command in commands:
         assert command in ci, f"README command not run by .ci/run: {command}"
     assert "render intents" in commands[0] and "pytest" in commands[1]
+
+
+def test_a_reader_that_leaves_early_is_not_an_internal_error():
+    """`gpuc inventory ... | head`: the pipe closes under gpuc; it stops quietly with 128 + SIGPIPE, as cat does."""
+    proc = subprocess.Popen([sys.executable, "-m", "compiler", "inventory", str(EXAMPLES), "--cluster", "prod-east", "--output", "json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read(10) == b'{\n  "apiVe'
+    proc.stdout.close()  # the inventory is 190 KB: far more than the pipe holds, so gpuc writes into a closed pipe
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141
+    assert err == ""
