@@ -215,11 +215,12 @@ def _workload_inputs(index: Index, clusters: list[str]
         for ref in refs:
             if ref.kind != "GpuWorkload":
                 continue
-            names = clusters if ref.clusters is None else list(ref.clusters)
-            if any(n not in docs for n in names):
+            names = clusters if ref.clusters is None else ref.clusters
+            if not docs.keys() >= set(names):
                 return None
+            place = (rel, ref.index, ref.span)
             for n in names or clusters:
-                docs[n].add((rel, ref.index, ref.span))
+                docs[n].add(place)
                 files[n].add(rel)
             for n in names:
                 near[n].update(names)

@@ -34,7 +34,7 @@ def _listed(kustomization: Path) -> list[str]:
     return [line[2:] for line in lines if line.startswith("- ")]
 
 
-def _has_marker(path: Path) -> bool:
+def _has_marker(path: str | os.PathLike[str]) -> bool:
     try:
         with open(path, "rb") as fh:
             return fh.read(len(MARKER)) == MARKER.encode()
@@ -46,16 +46,34 @@ def foreign_files(directory: Path) -> list[Path]:
     """Files in a directory gpuc rendered that it did not write: a runbook someone added. gpuc writes the files
     its kustomization.yaml files list, and every other file it writes starts with MARKER."""
     ours = {f"{sub}{name}" for sub in ("", "argocd/") for name in ["kustomization.yaml", *_listed(directory / sub / "kustomization.yaml")]}
-    found = []
-    for root, dirs, files in os.walk(directory):
-        dirs.sort()
-        found += [Path(root, d) for d in dirs if Path(root, d).is_symlink()]
-        for name in sorted(files):
-            path = Path(root, name)
-            rel = path.relative_to(directory).as_posix()
-            if path.is_symlink() or not (rel in ours or _has_marker(path)):
-                found.append(path)
+    found: list[Path] = []
+    _walk(str(directory), "", ours, found)
     return found
+
+
+def _walk(directory: str, prefix: str, ours: set[str], found: list[Path]) -> None:
+    """os.walk's order and rules (a link to a directory is named, not entered; an unreadable directory is
+    passed over), from the directory entries' own types: a rebuilt cluster's ~1,500 files cost no stat each."""
+    try:
+        with os.scandir(directory) as listing:
+            entries = sorted(listing, key=lambda e: e.name)
+    except OSError:
+        return
+    dirs = [e for e in entries if _is_dir(e)]
+    found += [Path(e.path) for e in dirs if e.is_symlink()]
+    for e in entries:
+        if e not in dirs and (e.is_symlink() or not (prefix + e.name in ours or _has_marker(e.path))):
+            found.append(Path(e.path))
+    for e in dirs:
+        if not e.is_symlink():
+            _walk(e.path, f"{prefix}{e.name}/", ours, found)
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 def foreign_targets(out: Path, clusters: list[str]) -> list[Path]:
