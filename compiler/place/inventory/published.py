@@ -71,12 +71,8 @@ def undeclared_host_attributes(line: DriverLine, pools: Iterable[ResolvedPool]) 
         for fact in device_attributes(line, device_type).values():
             if not fact.host:
                 continue
-            missing = tuple(p.name for p in pools if p.spec.host is None or getattr(p.spec.host, _field(fact.host)) is None)
+            missing = tuple(p.name for p in pools if p.spec.host is None or p.spec.host.model_dump(by_alias=True)[fact.host] is None)
             if missing:
                 out[fact.qualified] = (fact.host, missing)
     return out
 
-
-def _field(alias: str) -> str:
-    """The PoolHost attribute behind a camelCase intent field (numaNodes -> numa_nodes)."""
-    return "".join("_" + c.lower() if c.isupper() else c for c in alias)
