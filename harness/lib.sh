@@ -19,11 +19,12 @@ build() {
   local out="$cache/bin/$name" log="$cache/log/$name.log"
   if [ -x "$out" ] && [ "$(cat "$out.stamp" 2>/dev/null)" = "$stamp" ]; then say "$name" "cached: $out"; return; fi
   local t0=$SECONDS
-  if ! (cd "$moddir" && go build -o "$out.tmp" "$@" "$pkg") >"$log" 2>&1; then
+  if ! (cd "$moddir" && /usr/bin/time -f 'gpuc-build-cpu %U %S %M' go build -o "$out.tmp" "$@" "$pkg") >"$log" 2>&1; then
     tail -n 30 "$log" >&2
     fail "building $name ($pkg) failed; the whole log is $log"
   fi
   mv -f "$out.tmp" "$out" && echo "$stamp" >"$out.stamp"
+  awk -v n="$name" -v w="$((SECONDS - t0))" '$1 == "gpuc-build-cpu" {printf "%s\t%s\t%.0f\t%d\n", n, w, $2 + $3, $4 / 1024}' "$log" >>"$cache/log/timings.tsv"
   say "$name" "built in $((SECONDS - t0)) s: $out"
 }
 
