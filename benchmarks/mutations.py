@@ -8,8 +8,9 @@ The mutants are exact text replacements (each must match once, so a refactoring 
 the run fail loudly instead of reporting a vacuous kill). They run in a copy of the checkout (`--root`,
 default a fresh directory under /dev/shm or /tmp), never in the working tree. Categories: a key input
 dropped from a cache key, a comparison weakened, a consumed-capacity path cut, a size computed wrong (a term dropped,
-a rounding turned, an off-by-one at a limit), a toleration matched or derived wrong, a check's limit moved. The
-baseline runs, unchanged, every test file the chosen mutants name.
+a rounding turned, an off-by-one at a limit, the headroom's re-plan cut short), a toleration matched or derived
+wrong, a check's limit moved or judged by the wrong feature. The baseline runs, unchanged, every test file the
+chosen mutants name.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ SIZES = ["tests/test_sizing.py", "tests/test_will_it_run.py", "tests/test_dra_fe
 TOLERATE = ["tests/test_tolerations.py", "tests/test_seed_patterns.py", "tests/test_real_cluster.py"]
 CHECKS = ["tests/test_check_dra_limits.py", "tests/test_check_objects.py", "tests/test_will_it_run.py", "tests/test_real_cluster.py",
           "tests/test_seed_patterns.py", "tests/test_check_cli.py"]
+HEADROOM_TESTS, RULES = ["tests/test_headroom.py"], ["tests/test_rules.py"]
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,8 @@ def m(name: str, kind: str, file: str, old: str, new: str, tests: list[str]) -> 
 
 PLAN, KEYS, STORE, INC = "compiler/cache/plan.py", "compiler/cache/keys.py", "compiler/cache/store.py", "compiler/incremental.py"
 PIPE, COMPARE, HELD, STATE_PY = "compiler/pipeline.py", "compiler/emit/diff/compare.py", "compiler/place/held.py", "compiler/load/state.py"
-PLANNER, SIZING = "compiler/plan/__init__.py", "compiler/plan/sizing.py"
+PLANNER, SIZING, HEADROOM = "compiler/plan/__init__.py", "compiler/plan/sizing.py", "compiler/place/headroom.py"
+COST, CHART_VALUES = "compiler/emit/diff/cost.py", "compiler/validate/rules/chart_values.py"
 TOLS, DRIVER, NODES, NIM = ("compiler/lower/tolerations.py", "compiler/lower/dra_driver.py", "compiler/lower/node_config.py",
                             "compiler/lower/workload_objects.py")
 PLACEMENT, LIMITS, FABRIC, REQUESTS = ("compiler/check/placement.py", "compiler/check/dra_limits.py", "compiler/check/fabric_partitions.py",
@@ -103,6 +106,8 @@ MUTANTS = [
     m("diff: an added object not reported", "comparison", COMPARE,
       'out.objects.append(ObjectChange(b.kind, b.namespace, b.name, "added"))\n            continue', "continue", DIFF),
     m("diff: a GPU increase not seen", "comparison", COMPARE, "return after is not None and after > (before or 0)", "return False", DIFF),
+    m("diff: a pool's cost compares GPUs only, not MIG slices", "comparison", COST,
+      "return self.gpus[0] != self.gpus[1] or self.devices[0] != self.devices[1]", "return self.gpus[0] != self.gpus[1]", DIFF),
     m("state: a live object covers a shorter list", "comparison", STATE_PY, "isinstance(live, list) and len(written) == len(live) and",
       "isinstance(live, list) and", STATE),
     # consumed-capacity paths
@@ -140,6 +145,8 @@ MUTANTS = [
     m("a count of exactly a node's GPUs refused", "sizing", PLANNER,
       "if count is not None and serving and count > max(m.pool.spec.gpu.count for m in serving):\n        most",
       "if count is not None and serving and count >= max(m.pool.spec.gpu.count for m in serving):\n        most", SIZES),
+    m("headroom re-planned with the pending pods only", "sizing", HEADROOM, "or [combined], pods)", "or [combined], pending)",
+      HEADROOM_TESTS),
     # tolerations: which taint a toleration covers, and the tolerations gpuc derives
     m("a toleration's effect ignored", "toleration", TOLS, 'if toleration.get("effect") not in (None, "", effect):', "if False:",
       TOLERATE),
@@ -179,6 +186,8 @@ MUTANTS = [
     m("a 2-GPU claim needs no Fabric Manager partition", "check", FABRIC, "if total <= 1:", "if total <= 2:", CHECKS),
     m("a NIM naming a request its claim lacks accepted", "check", REQUESTS, "                    if name not in have:",
       "                    if False:", CHECKS),
+    m("ComputeDomains switched off judged by the DRA pools", "check", CHART_VALUES, '("resources.computeDomains.enabled", "compute_domains",',
+      '("resources.computeDomains.enabled", "gpu_resources",', RULES),
 ]
 
 

@@ -457,3 +457,23 @@ def test_a_change_that_fits_is_a_note_in_annotations(repo):
     result = diff(repo, "--output", "github")
     assert result.code == 0
     assert "::notice file=" in result.out and "cluster c1 fits; pool h100: GPUs 2 -> 10 (+8)" in result.out, result.out
+
+
+@pytest.mark.parametrize(("output", "expected"), [
+    ("markdown", "| c1 | a100 | 1 | 1 -> 2 (+1) MIG slices | 7 | yes |"),
+    ("github", "::notice file="),
+    ("github", "cluster c1 fits; pool a100: GPUs 1, MIG slices 1 -> 2 (+1), 7 GPUs free after"),
+    ("sarif", '"text": "metadata.name: cluster c1 fits; pool a100: GPUs 1, MIG slices 1 -> 2 (+1), 7 GPUs free after"'),
+])
+def test_a_change_of_mig_slices_alone_has_a_cost(repo, output, expected):
+    """A second 1g.10gb slice lands on the GPU the first one is on (all-balanced has two): no more GPUs are taken, but
+    a slice others could use is, and the reviewer must see it in every output."""
+    def notebooks(count):
+        edit(repo, "workloads/notebooks.yaml", [workload_doc("notebooks", "research", clusters=["c1"],
+                                                             gpu={"mig": {"slices": [{"profile": "1g.10gb", "count": count}]}})])
+    notebooks(1)
+    rebase(repo, "one slice")
+    notebooks(2)
+    result = diff(repo, "--output", output)
+    assert result.code == 0, result.err
+    assert expected in result.out, result.out

@@ -85,6 +85,20 @@ def test_pools_are_combined_when_no_one_pool_holds_every_pod(fleet) -> None:
     assert room.verified
 
 
+@pytest.mark.parametrize(("case", "pools", "options"), [
+    # first-fit with 3 small nodes in place puts one 3-GPU pod on each 4-GPU node, and a 2-GPU pod is left over:
+    # raised to 4 nodes, the small pool then costs as many GPUs as 2 big nodes, and more nodes, so it falls behind
+    ("the small pool first: raised, then passed", [H100_4, H100], (Addition("h100", 2, 16), Addition("h100-small", 4, 16))),
+    ("the big pool first: the search's answer fits", [H100, H100_4], (Addition("h100-small", 3, 12), Addition("h100", 2, 16))),
+])
+def test_the_answer_is_planned_again_with_every_pod(fleet, case: str, pools: list[dict], options: tuple[Addition, ...]) -> None:
+    """The search places only the pending pods after every node; `gpuc plan` after the change places every pod from
+    scratch, where the pool order can pack them worse: the recommendation must fit that plan, not the search's."""
+    workloads = [workload_doc("small", "team", replicas=5, gpu={"count": 2}), workload_doc("big", "team", replicas=4, gpu={"count": 3})]
+    room = _headroom(fleet, [dict(p) for p in pools], workloads)
+    assert room.options == options and room.verified
+
+
 def test_shareable_memory_left_on_fractional_gpus(fleet) -> None:
     workloads = [workload_doc("frac", "team", replicas=3, gpu={"sharing": "Fractional", "memory": "16Gi"})]
     room = _headroom(fleet, [dict(H100)], workloads, kubernetes="1.36", driver="0.5.1")

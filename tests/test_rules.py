@@ -407,6 +407,31 @@ def test_user_values_cannot_switch_off_what_the_workloads_need(fleet, values, me
                     message, "remove it from draDriver.values: gpuc sets it to true")
 
 
+GB200_PLUGIN = {"name": "gb200", "nodes": 2, "gpu": {"model": "GB200-186GB", "count": 4}, "allocation": "devicePlugin"}
+H100_DRA = {"name": "h100", "nodes": 2, "gpu": {"model": "H100-80GB", "count": 8}}
+TRAINER = workload_doc("trainer", gpu={"count": 2, "multiNode": {"nodes": 2}})
+CDS_OFF, GPUS_OFF = {"resources": {"computeDomains": {"enabled": False}}}, {"resources": {"gpus": {"enabled": False}}}
+
+
+@pytest.mark.parametrize(("case", "pool", "workload", "values", "refused"), [
+    ("ComputeDomains off, DRA pools, no multi-node workload", H100_DRA, workload_doc(gpu={"count": 1}), CDS_OFF, None),
+    ("ComputeDomains off, a multi-node workload on the device plugin", GB200_PLUGIN, TRAINER, CDS_OFF,
+     "resources.computeDomains.enabled is set false, but multi-node"),
+    ("GPUs off, a multi-node workload on the device plugin", GB200_PLUGIN, TRAINER, GPUS_OFF, None),
+    ("GPUs off, DRA pools, no multi-node workload", H100_DRA, workload_doc(gpu={"count": 1}), GPUS_OFF,
+     "resources.gpus.enabled is set false, but node pools of this cluster"),
+])
+def test_a_chart_value_is_judged_by_the_feature_that_needs_it(fleet, tmp_path, case, pool, workload, values, refused):
+    """Each derived value may be switched off exactly when its own feature is off, whatever the other feature is:
+    ComputeDomains follow multi-node workloads, GPUs follow DRA pools."""
+    root = fleet(clusters=[cluster_doc(pools=[pool], draDriver={"values": values})], workloads={"w.yaml": [workload]})
+    if refused is not None:
+        render_rejected(root, refused, "remove it from draDriver.values: gpuc sets it to true")
+    else:
+        result = gpuc("render", root, "-o", tmp_path / "out")
+        assert result.code == 0 and "is set false" not in result.err, result.err
+
+
 def test_unknown_chart_value(fleet):
     cluster = cluster_doc(draDriver={"values": {"kubeletPlugin": {"nodeSelectr": {}}}})
     render_rejected(fleet(clusters=[cluster]), "'kubeletPlugin.nodeSelectr' is not a value of chart nvidia-dra-driver-gpu 25.12.0",

@@ -6,7 +6,8 @@ allocator run of the pending pods on that many synthesized nodes of the pool, ap
 cluster: the pods the plan placed take the nodes they took (the allocator tries nodes in order and the existing
 nodes come first), so the added nodes must hold exactly the pods that did not fit. The answer recommended is then
 planned once more from scratch with the pool grown in place (`gpuc plan` after the change), and raised until
-that plan fits too, should the greedy order place pods differently there.
+that plan fits too, should the greedy order place pods differently there; a raise can cost more than an
+alternative's answer, which is then checked the same way and recommended if it costs less.
 
 A pod no addition helps is named with the reason: the scheduler reported an error, or its shared claim is already
 allocated on a node that is full. When no one pool places every pending pod (some only fit another pool's GPUs),
@@ -208,6 +209,32 @@ def free_capacity(cluster: ResolvedCluster, plan: AllocationPlan) -> tuple[PoolF
     return tuple(out)
 
 
+def _cost(additions: list[Addition]) -> tuple[int, int]:
+    return sum(a.gpus for a in additions), sum(a.nodes for a in additions)
+
+
+def _raised(search: Search, additions: list[Addition], pods: list[Pod]) -> tuple[list[Addition], bool]:
+    """`additions` planned from scratch with every pod and the nodes in place, grown a node a pool at a time (at most 8)
+    until that plan fits, should the greedy order pack differently there: (what to add, whether it fit)."""
+    added, fit = {a.pool: a.nodes for a in additions}, False
+    for _ in range(8):
+        if fit := search.fits(added, pods):
+            break
+        added = {k: v + 1 for k, v in added.items()}
+    return [dataclasses.replace(a, nodes=added[a.pool], gpus=added[a.pool] * a.gpus // a.nodes) for a in additions], fit
+
+
+def _checked(search: Search, candidates: list[list[Addition]], pods: list[Pod]) -> list[tuple[list[Addition], bool]]:
+    """`candidates` (fewest GPUs, then nodes, first) ranked again once planned from scratch: raising only adds nodes, so
+    candidates are raised in order until the best that fits costs no more than the next one's search answer (a raise
+    can put the first behind an alternative); those that never fit go last."""
+    done: list[tuple[list[Addition], bool]] = []
+    rest = list(candidates)
+    while rest and not any(ok and _cost(c) <= _cost(rest[0]) for c, ok in done):
+        done.append(_raised(search, rest.pop(0), pods))
+    return sorted(done + [(c, True) for c in rest], key=lambda d: (not d[1], _cost(d[0])))
+
+
 def headroom(cluster: ResolvedCluster, chart_values: dict[str, Any], node_labels: dict[str, dict[str, str]],
              classes: dict[str, DeviceClass], pods: list[Pod], plan: AllocationPlan, verify: bool = True) -> Headroom:
     """verify: plan the recommendation from scratch with the pools grown in place (not against a running cluster's
@@ -244,19 +271,12 @@ def headroom(cluster: ResolvedCluster, chart_values: dict[str, Any], node_labels
             left = [p for i, p in enumerate(left) if i not in done]
             pools = [p for p in pools if p is not pool]
         stuck += [(p.name, "no pool's nodes can hold it, however many are added") for p in left]
-    recommended = options[:1] or combined
     verified = verify
-    if recommended and not left and verify:
-        added = {a.pool: a.nodes for a in recommended}
-        for _ in range(8):  # the greedy order may pack differently with the nodes in place: grow until it fits
-            if search.fits(added, pods):
-                break
-            added = {k: v + 1 for k, v in added.items()}
-        else:
-            verified = False
-        recommended = [dataclasses.replace(a, nodes=added[a.pool], gpus=added[a.pool] * a.gpus // a.nodes) for a in recommended]
+    if (options or combined) and not left and verify:
+        checked = _checked(search, [[a] for a in options] or [combined], pods)
+        verified = checked[0][1]
         if options:
-            options[0] = recommended[0]
+            options = [a for (a,), _ in checked]
         else:
-            combined = recommended
+            combined = checked[0][0]
     return Headroom(len(pending), tuple(options), tuple(combined), tuple(stuck), free, verified)
