@@ -8,6 +8,7 @@ the name is part of the chart's object names.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
+from compiler.facts.driver import driver_lines
 from compiler.lower.graph import HelmRelease
 
 
@@ -53,6 +55,17 @@ def chart_args(release: HelmRelease, root: Path) -> dict[str, Any]:
 
 def release_resource_name(release: HelmRelease) -> str:
     return f"{release.namespace}/{release.name}"
+
+
+def release_options(release: HelmRelease) -> dict[str, Any]:
+    """The DRA driver's release under another line's chart name (25.x `nvidia-dra-driver-gpu`, 0.4+ `dra-driver-nvidia-gpu`)
+    is the same release to Pulumi, replaced by deleting the old one first: Pulumi creates a resource of a new name
+    before it deletes the old one, which would run two kubelet plugins on every GPU node during the update."""
+    if release.component != "dra-driver":
+        return {}
+    others = sorted({line.chart_name for line in driver_lines().values()} - {release.name})
+    return {"aliases": [pulumi.Alias(name=release_resource_name(dataclasses.replace(release, name=n))) for n in others],
+            "replace_on_changes": ["name"], "delete_before_replace": True}
 
 
 def release_factory(release: HelmRelease, root: Path) -> Callable[[pulumi.ResourceOptions], k8s.helm.v3.Release]:
