@@ -160,7 +160,12 @@ class _Job:
             outcome.unplaced = len(placement.unplaced)
             outcome.rejected.extend(check_placement(compiled, placement))  # what works on one node only
             problems = placement.diagnostics()
-            if options.allow_infeasible:
+            step = compiled.cluster.transition
+            if step is not None:  # a staged change's step: pods that wait for a later step are what the plan says
+                outcome.warnings.extend(Diagnostic(d.file, d.line, d.path, f"(step {step.step} of {step.steps}: {step.change}) {d.message}",
+                                                   "this step holds GPUs back; `gpuc upgrade` says which step serves them again",
+                                                   "warning") for d in problems)
+            elif options.allow_infeasible:
                 outcome.warnings.extend(Diagnostic(d.file, d.line, d.path, d.message, d.hint, "warning") for d in problems)
             else:
                 outcome.infeasible.extend(problems)

@@ -24,6 +24,9 @@ class ResolvedPool:
     mig_layout: tuple[tuple[str, int], ...] | None  # static MIG instances per GPU, None without static MIG
     mig_dynamic: bool
     mig_config: str | None  # mig-parted config name the nodes get labelled with
+    # who serves the GPUs: the pool's `allocation`, or what a staged change's step holds it at (spec.transition):
+    # dra | devicePlugin | none (neither, while the pool is handed over)
+    allocation: str = "dra"
 
     @property
     def name(self) -> str:
@@ -31,7 +34,11 @@ class ResolvedPool:
 
     @property
     def dra(self) -> bool:
-        return self.spec.allocation == "dra"
+        return self.allocation == "dra"
+
+    @property
+    def device_plugin(self) -> bool:
+        return self.allocation == "devicePlugin"
 
     @property
     def partitions(self) -> tuple[int, ...]:
@@ -68,6 +75,8 @@ class ResolvedCluster:
     pools: tuple[ResolvedPool, ...]
     provider: str | None = None  # managed Kubernetes provider: spec.provider, or recognised in --state (facts.providers)
     provider_detected: bool = False  # recognised from the state's node labels, not written in the intent
+    driver_installed: bool = True  # False during a staged change's step that holds the DRA driver release back
+    operator_resource: bool = True  # False during a step whose GPU Operator chart deploys neither ClusterPolicy nor GPUCluster
 
     @property
     def name(self) -> str:
@@ -96,12 +105,23 @@ class ResolvedCluster:
 
     @property
     def mixed_allocation(self) -> bool:
+        """Some pools are DRA and others are not (device plugin, or held back by a staged change): the DRA kubelet
+        plugin then runs only on nodes labelled for it."""
         return any(p.dra for p in self.pools) and any(not p.dra for p in self.pools)
+
+    @property
+    def transition(self):
+        return self.spec.transition
+
+    @property
+    def driver_runs(self) -> bool:
+        """A DRA driver serves the cluster: neither its own release nor the GPUCluster that installs it is held back."""
+        return self.driver_installed and (self.spec.gpu_operator.mode != "gpuCluster" or self.operator_resource)
 
 
 def channel_only(pool: ResolvedPool, gpu: Any) -> bool:
     """A multi-node workload on a device-plugin pool of multi-node NVLink GPUs: GPUs as nvidia.com/gpu limits,
     the ComputeDomain channel through DRA (no MIG, sharing, fractions, partitions or alternatives there)."""
-    return (not pool.dra and gpu.multi_node is not None and pool.gpu.multi_node_nvlink and gpu.mig is None
+    return (pool.spec.allocation == "devicePlugin" and gpu.multi_node is not None and pool.gpu.multi_node_nvlink and gpu.mig is None
             and not gpu.fractional and gpu.fabric is None and gpu.alternatives is None
             and (gpu.sharing is None or gpu.sharing == "Exclusive"))
