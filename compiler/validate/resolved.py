@@ -6,6 +6,7 @@ re-parsing version strings or re-looking-up the catalog.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,6 +113,14 @@ class ResolvedCluster:
     @property
     def transition(self):
         return self.spec.transition
+
+    def as_intended(self) -> ResolvedCluster:
+        """The cluster as its intent has it, nothing held back by a staged change's step: what its output is checked
+        against (a claim is right or wrong whether or not a step lets it be allocated yet)."""
+        if self.transition is None:
+            return self
+        pools = tuple(dataclasses.replace(p, allocation=p.spec.allocation) for p in self.pools)
+        return dataclasses.replace(self, pools=pools, driver_installed=True, operator_resource=True)
 
     @property
     def driver_runs(self) -> bool:

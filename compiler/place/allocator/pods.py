@@ -56,7 +56,7 @@ def device_classes(compiled: CompiledCluster, chart_values: dict[str, Any]) -> d
     setup = driver_setup(compiled.cluster.driver, chart_values)
     enabled = {"gpus": setup.gpus, "computeDomains": setup.compute_domains}
     classes = {c.name: DeviceClass(c.name, (c.selector,)) for c in builtin_classes(compiled.cluster.driver).values()
-               if enabled[c.resources] and compiled.cluster.driver_runs}  # no driver, no chart: none of its classes
+               if enabled[c.resources]}
     for obj in compiled.objects:
         if obj.kind == "DeviceClass":
             try:

@@ -1,0 +1,153 @@
+"""`gpuc upgrade`: the fleet at a base commit and as it is now, and for each cluster whose change one commit cannot
+take, the steps between them, each compiled, placed after the one before and checked for hazards against it.
+
+This module only orchestrates (like pipeline.py, whose compile it calls for every side and step): what the hazards
+are and which steps answer them is emit.upgrade's, what runs after a step is place.succession's.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .check.gate import CompiledFleet
+from .check.model import CheckOptions
+from .diagnostics import Diagnostic, InputError
+from .emit.diff.compare import compare
+from .emit.tree import cluster_files
+from .emit.upgrade.hazards import KUBERNETES, MIG_RELAYOUT, hazards
+from .emit.upgrade.model import ClusterPlan, PodFate
+from .emit.upgrade.shape import busy_pools, shape_of
+from .emit.upgrade.steps import CannotStage, plan_steps
+from .load.git import materialize
+from .load.state import ClusterState
+from .pipeline import CompileOptions, compile_fleet
+from .place.succession import allocated, holder, place_step
+
+# hazards a step answers with a precondition (the control plane upgraded first, the pool drained first), not by holding
+# something back: the step that carries the precondition may have them
+ANSWERED_BY_PRECONDITION = (KUBERNETES, MIG_RELAYOUT)
+
+
+@dataclass
+class UpgradePlan:
+    base: str
+    commit: str
+    clusters: list[ClusterPlan] = field(default_factory=list)
+
+
+def upgrade_fleet(fleet: Path, base_ref: str, only: str | None = None, checks: CheckOptions | None = None,
+                  state: ClusterState | None = None) -> UpgradePlan:
+    """The plan from the fleet at `base_ref` to the fleet now, per cluster on both sides (or `only`). With `state`, what
+    runs now is the running cluster's allocated claims, not the base's plan. Raises InputError when the head does not
+    compile, its output is refused, or a change has no staged plan."""
+    options = CompileOptions(only=only, checks=checks or CheckOptions(), detail=True, missing_ok=True, state=state,
+                             allow_infeasible=True)
+    with tempfile.TemporaryDirectory(prefix="gpuc-upgrade-") as tmp:
+        base_dir = Path(tmp) / "base"
+        existed, commit = materialize(fleet, base_ref, base_dir)
+        if not existed:
+            raise InputError([Diagnostic(str(fleet), 0, "--base", f"the fleet does not exist at {base_ref}",
+                                         "name a commit where the fleet directory exists (the one the running clusters were synced from)")])
+        head = compile_fleet(fleet, options)
+        base = compile_fleet(base_dir, options)
+        _refuse_failures(head, "the fleet")
+        names = sorted(n for n in head.clusters if n in base.clusters and (only is None or n == only))
+        if only is not None and only not in names:
+            raise InputError([Diagnostic(str(fleet), 0, "--cluster", f"cluster '{only}' is not in the fleet both now and at {base_ref}",
+                                         f"clusters on both sides: {', '.join(sorted(set(head.clusters) & set(base.clusters))) or '(none)'}")])
+        plan = UpgradePlan(base_ref, commit)
+        for name in names:
+            plan.clusters.append(_cluster_plan(fleet, Path(tmp), name, base, head, base_ref, state))
+    return plan
+
+
+def _refuse_failures(compiled: CompiledFleet, where: str) -> None:
+    problems = [d for o in compiled.clusters.values() for d in [*o.infeasible, *o.rejected] if o.compiled is None or o.rejected]
+    if problems:
+        raise InputError(problems)
+
+
+def _cluster_plan(fleet: Path, tmp: Path, name: str, base: CompiledFleet, head: CompiledFleet, ref: str,
+                  state: ClusterState | None) -> ClusterPlan:
+    was, now = base.clusters[name], head.clusters[name]
+    if was.compiled is None:
+        raise InputError([Diagnostic(f"{ref}:{d.file}", d.line, d.path, f"(at the base) {d.message}", d.hint) for d in was.infeasible])
+    assert now.compiled is not None
+    before, after = shape_of(was.compiled), shape_of(now.compiled)
+    busy = busy_pools(before, was.placement)
+    found = hazards(before, after, busy)
+    intent = head.fleet.clusters[name]
+    try:
+        steps = plan_steps(before, after, found, busy)
+    except CannotStage as exc:
+        raise InputError([intent.error(exc.field, exc.message, exc.hint)]) from None
+    plan = ClusterPlan(name, tuple(dict.fromkeys(h.kind for h in found)), [h.message for h in found], steps, ref)
+    if not steps:
+        return plan
+    running = state if state is not None else ClusterState(allocated(was.compiled, was.placement) if was.placement else [],
+                                                           (f"the plan of {ref}",))
+    previous_fleet, previous_shape = base, before
+    for step in steps:
+        compiled = head if step.transition is None else _compile_step(fleet, tmp / f"step-{step.number}", name, step.transition)
+        outcome = compiled.clusters[name]
+        if outcome.compiled is None or outcome.rejected:
+            raise AssertionError(f"step {step.number} of {name}'s plan does not compile: {[*outcome.infeasible, *outcome.rejected]}")
+        shape = shape_of(outcome.compiled)
+        left = [h for h in hazards(previous_shape, shape, busy) if h.kind not in ANSWERED_BY_PRECONDITION]
+        if left:  # the steps are built so that none is left: a plan that has one is gpuc's bug, never the user's
+            raise AssertionError(f"step {step.number} of {name}'s plan keeps a hazard: {left}")
+        step.files = cluster_files(outcome.compiled)
+        # what the step's own compile says of pods it cannot place assumes nothing runs: the succession below knows better
+        step.warnings = [d.message for d in outcome.warnings if not d.message.startswith("(step ")]
+        drained = {n for c in step.before if c.kind == "no-gpu-pods" for n in c.target["nodes"]}
+        remade = frozenset(p for p in shape.pools if (p in previous_shape.pools and shape.pools[p].mig != previous_shape.pools[p].mig)
+                           or drained & set(shape.pools[p].nodes))
+        placed = place_step(outcome.compiled, running, remade)
+        step.pods = _fates(running, placed)
+        step.changes = _changes(previous_fleet, compiled, name, ref)
+        running, previous_fleet, previous_shape, busy = placed.state, compiled, shape, busy_pools(shape, placed.plan)
+    return plan
+
+
+def _compile_step(fleet: Path, where: Path, cluster: str, transition: dict[str, Any]) -> CompiledFleet:
+    """The fleet as it is, with `transition` under the cluster's spec: what the user commits for the step."""
+    shutil.copytree(fleet, where, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+    compiled = compile_fleet(where, CompileOptions(only=cluster, detail=True))
+    source = compiled.fleet.clusters[cluster].source
+    path = where / source.file
+    docs = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
+    docs[source.index]["spec"]["transition"] = transition
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False), encoding="utf-8")
+    return compile_fleet(where, CompileOptions(only=cluster, detail=True))
+
+
+def _fates(before: ClusterState, placed) -> list[PodFate]:
+    held = {holder(c) for c in before.of("resource.k8s.io", "ResourceClaim") if holder(c)}
+    out = [PodFate(pod, workload, "kept", "runs on: nobody serves its node during this step, so nothing new is allocated there")
+           for pod, workload in placed.carried]
+    for pod in placed.plan.pods:
+        key = f"{pod.workload.split('/')[0]}/{pod.pod}"
+        if pod.running:
+            out.append(PodFate(key, pod.workload, "kept", "", pod.node or ""))
+        elif pod.node is not None:
+            out.append(PodFate(key, pod.workload, "restarted" if pod.pod in held else "placed",
+                               "its claim changed or its devices are gone" if pod.pod in held else "", pod.node))
+        else:
+            out.append(PodFate(key, pod.workload, "waiting", ("restarted, then " if pod.pod in held else "") + pod.reason))
+    return sorted(out, key=lambda f: f.pod)
+
+
+def _changes(previous: CompiledFleet, compiled: CompiledFleet, name: str, ref: str) -> list[str]:
+    diff = compare(previous, compiled, ref)
+    cluster = next((c for c in diff.clusters if c.name == name), None)
+    if cluster is None:
+        return []
+    lines = [f"{o.status}: {o.ref}" for o in cluster.objects]
+    lines += [f"release {r.name}: {r.status}" for r in cluster.releases]
+    return lines
