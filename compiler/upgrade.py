@@ -22,8 +22,8 @@ from .emit.diff.compare import compare
 from .emit.tree import cluster_files
 from .emit.upgrade.hazards import KUBERNETES, MIG_RELAYOUT, hazards
 from .emit.upgrade.model import ClusterPlan, PodFate
-from .emit.upgrade.shape import busy_pools, shape_of
-from .emit.upgrade.steps import CannotStage, plan_steps
+from .emit.upgrade.shape import Shape, busy_pools, shape_of
+from .emit.upgrade.steps import GPU_DRIVER, CannotStage, plan_steps
 from .load.git import materialize
 from .load.state import ClusterState
 from .pipeline import CompileOptions, compile_fleet
@@ -80,6 +80,8 @@ def _cluster_plan(fleet: Path, tmp: Path, name: str, base: CompiledFleet, head: 
         raise InputError([Diagnostic(f"{ref}:{d.file}", d.line, d.path, f"(at the base) {d.message}", d.hint) for d in was.infeasible])
     assert now.compiled is not None
     before, after = shape_of(was.compiled), shape_of(now.compiled)
+    if state is not None:
+        _agrees(state, before, ref)
     busy = busy_pools(before, was.placement)
     found = hazards(before, after, busy)
     intent = head.fleet.clusters[name]
@@ -113,6 +115,21 @@ def _cluster_plan(fleet: Path, tmp: Path, name: str, base: CompiledFleet, head: 
         step.changes = _changes(previous_fleet, compiled, name, ref)
         running, previous_fleet, previous_shape, busy = placed.state, compiled, shape, busy_pools(shape, placed.plan)
     return plan
+
+
+def _agrees(state: ClusterState, before: Shape, ref: str) -> None:
+    """The running cluster is the base the plan starts from: DRA devices published on a pool the base keeps off DRA
+    mean --base names another commit than the one the cluster was synced from (or the export is of another cluster)."""
+    off = {node: p.name for p in before.pools.values() if p.allocation != "dra" or not before.driver_runs for node in p.nodes}
+    for s in state.of("resource.k8s.io", "ResourceSlice"):
+        node = str(s.spec.get("nodeName") or (s.spec.get("pool") or {}).get("name") or "")
+        if s.spec.get("driver") == GPU_DRIVER and node in off:
+            pool = before.pools[off[node]]
+            said = "is allocated by the device plugin" if pool.allocation == "devicePlugin" else "has no DRA driver"
+            raise InputError([s.diagnostic(
+                f"the running cluster publishes {GPU_DRIVER} devices on node {node}, but at {ref} pool {pool.name} {said}: the "
+                "plan would start from a cluster that is not the one running", "give --base the commit the cluster was last "
+                "synced from (the Argo CD Application's sync revision), or export this cluster's state again", path=("spec", "driver"))])
 
 
 def _compile_step(fleet: Path, where: Path, cluster: str, transition: dict[str, Any]) -> CompiledFleet:

@@ -19,8 +19,11 @@ from ...facts.platform import gpu_operator
 from ...load.yaml_source import SourceDoc
 from ...lower.graph import CompiledCluster, HelmRelease, KubeObject
 from ...place import AllocationPlan
+from ..upgrade.hazards import hazards
+from ..upgrade.shape import busy_pools, shape_of
 from .cost import ClusterCost, cluster_cost
 from .fields import FieldChange, diff_values, touches
+from .leftovers import orphaned, pruned
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,9 @@ class ClusterDiff:
     plans: tuple[AllocationPlan | None, AllocationPlan | None] = (None, None)  # before and after, when that side was placed
     cost: ClusterCost | None = None  # GPUs per pool before and after, fit, headroom, budgets, nodes to add
     source: SourceDoc | None = None  # the head's Cluster intent, where findings about the cluster point
+    staged: list[str] = field(default_factory=list)  # why one commit cannot take the change (gpuc upgrade plans its steps)
+    prunes: list[str] = field(default_factory=list)  # what the sync deletes
+    orphans: list[str] = field(default_factory=list)  # what nothing deletes, and how to
 
     @property
     def changed(self) -> bool:
@@ -123,6 +129,8 @@ class FleetDiff:
             out.add("infeasible")
         if any(c.status == "removed" for c in self.clusters):
             out.add("cluster-removed")
+        if any(c.staged for c in self.clusters):
+            out.add("staged")
         return out
 
     def why(self, condition: str) -> str:
@@ -142,6 +150,8 @@ class FleetDiff:
             return f"{named([c for c in self.clusters if c.feasible[1] is False or c.rejected])} would not render"
         if condition == "cluster-removed":
             return f"{named([c for c in self.clusters if c.status == 'removed'])} removed"
+        if condition == "staged":
+            return f"{named([c for c in self.clusters if c.staged])} cannot take the change as one commit (gpuc upgrade plans the steps)"
         return condition
 
 
@@ -367,6 +377,10 @@ def compare(base: CompiledFleet | None, head: CompiledFleet, base_ref: str, base
             _compare_releases(old, new, diff)
             _compare_mig_config(old, new, diff)
             _compare_operator_mode(old, new, diff)
+            if old is not None and new is not None:
+                before = shape_of(old)
+                diff.staged = [h.message for h in hazards(before, shape_of(new), busy_pools(before, diff.plans[0]))]
+                diff.prunes, diff.orphans = pruned(old, new), orphaned(old, new)
         # a side that does not compile has no known demand; a side that does not exist has none
         default = (None if compiles[0] is False else 0, None if compiles[1] is False else 0)
         diff.gpus = _pairs(gpu_demand(old) if old else {}, gpu_demand(new) if new else {}, default)
