@@ -378,8 +378,8 @@ def compare(base: CompiledFleet | None, head: CompiledFleet, base_ref: str, base
             _compare_mig_config(old, new, diff)
             _compare_operator_mode(old, new, diff)
             if old is not None and new is not None:
-                before = shape_of(old)
-                diff.staged = [h.message for h in hazards(before, shape_of(new), busy_pools(before, diff.plans[0]))]
+                was_shape = shape_of(old)
+                diff.staged = [h.message for h in hazards(was_shape, shape_of(new), busy_pools(was_shape, diff.plans[0]))]
                 diff.prunes, diff.orphans = pruned(old, new), orphaned(old, new)
         # a side that does not compile has no known demand; a side that does not exist has none
         default = (None if compiles[0] is False else 0, None if compiles[1] is False else 0)
