@@ -22,11 +22,12 @@ from .emit.diff.compare import compare
 from .emit.tree import cluster_files
 from .emit.upgrade.hazards import KUBERNETES, MIG_RELAYOUT, hazards
 from .emit.upgrade.model import ClusterPlan, PodFate
-from .emit.upgrade.shape import Shape, busy_pools, shape_of
+from .emit.upgrade.shape import busy_pools, shape_of
 from .emit.upgrade.steps import GPU_DRIVER, CannotStage, plan_steps
 from .load.git import materialize
 from .load.state import ClusterState
-from .pipeline import CompileOptions, compile_fleet
+from .pipeline import CompileOptions, compile_fleet, validate_clusters
+from .place.inventory.synth import node_names
 from .place.succession import allocated, holder, place_step
 
 # hazards a step answers with a precondition (the control plane upgraded first, the pool drained first), not by holding
@@ -54,6 +55,8 @@ def upgrade_fleet(fleet: Path, base_ref: str, only: str | None = None, checks: C
         if not existed:
             raise InputError([Diagnostic(str(fleet), 0, "--base", f"the fleet does not exist at {base_ref}",
                                          "name a commit where the fleet directory exists (the one the running clusters were synced from)")])
+        if state is not None and only is not None:
+            _agrees(state, base_dir, only, base_ref)
         head = compile_fleet(fleet, options)
         base = compile_fleet(base_dir, options)
         _refuse_failures(head, "the fleet")
@@ -80,8 +83,6 @@ def _cluster_plan(fleet: Path, tmp: Path, name: str, base: CompiledFleet, head: 
         raise InputError([Diagnostic(f"{ref}:{d.file}", d.line, d.path, f"(at the base) {d.message}", d.hint) for d in was.infeasible])
     assert now.compiled is not None
     before, after = shape_of(was.compiled), shape_of(now.compiled)
-    if state is not None:
-        _agrees(state, before, ref)
     busy = busy_pools(before, was.placement)
     found = hazards(before, after, busy)
     intent = head.fleet.clusters[name]
@@ -117,15 +118,19 @@ def _cluster_plan(fleet: Path, tmp: Path, name: str, base: CompiledFleet, head: 
     return plan
 
 
-def _agrees(state: ClusterState, before: Shape, ref: str) -> None:
+def _agrees(state: ClusterState, base_dir: Path, cluster: str, ref: str) -> None:
     """The running cluster is the base the plan starts from: DRA devices published on a pool the base keeps off DRA
     mean --base names another commit than the one the cluster was synced from (or the export is of another cluster)."""
-    off = {node: p.name for p in before.pools.values() if p.allocation != "dra" or not before.driver_runs for node in p.nodes}
+    _, resolved, _ = validate_clusters(base_dir)
+    base = resolved.get(cluster)
+    if base is None:
+        return
+    off = {node: p for p in base.pools if not (p.dra and base.driver_runs) for node in node_names(p)}
     for s in state.of("resource.k8s.io", "ResourceSlice"):
         node = str(s.spec.get("nodeName") or (s.spec.get("pool") or {}).get("name") or "")
         if s.spec.get("driver") == GPU_DRIVER and node in off:
-            pool = before.pools[off[node]]
-            said = "is allocated by the device plugin" if pool.allocation == "devicePlugin" else "has no DRA driver"
+            pool = off[node]
+            said = "is allocated by the device plugin" if pool.device_plugin else "has no DRA driver"
             raise InputError([s.diagnostic(
                 f"the running cluster publishes {GPU_DRIVER} devices on node {node}, but at {ref} pool {pool.name} {said}: the "
                 "plan would start from a cluster that is not the one running", "give --base the commit the cluster was last "
