@@ -17,7 +17,6 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from compiler.facts.driver import driver_lines
 from compiler.lower.graph import HelmRelease
 
 
@@ -61,10 +60,9 @@ def release_options(release: HelmRelease) -> dict[str, Any]:
     """The DRA driver's release under another line's chart name (25.x `nvidia-dra-driver-gpu`, 0.4+ `dra-driver-nvidia-gpu`)
     is the same release to Pulumi, replaced by deleting the old one first: Pulumi creates a resource of a new name
     before it deletes the old one, which would run two kubelet plugins on every GPU node during the update."""
-    if release.component != "dra-driver":
+    if not release.formerly:
         return {}
-    others = sorted({line.chart_name for line in driver_lines().values()} - {release.name})
-    return {"aliases": [pulumi.Alias(name=release_resource_name(dataclasses.replace(release, name=n))) for n in others],
+    return {"aliases": [pulumi.Alias(name=release_resource_name(dataclasses.replace(release, name=n))) for n in release.formerly],
             "replace_on_changes": ["name"], "delete_before_replace": True}
 
 

@@ -326,15 +326,17 @@ def test_a_claim_keeps_its_name_from_kubernetes_1_32_to_1_33(tmp_path: Path) -> 
     assert names[0] == names[1], names
 
 
-def test_pulumi_replaces_a_renamed_driver_release_delete_first_under_its_old_name() -> None:
+def test_pulumi_replaces_a_renamed_driver_release_delete_first_under_its_old_name(tmp_path: Path) -> None:
+    """Pulumi creates a resource of a new name before it deletes the old one; keyed by the release's name, a 25.12 ->
+    0.5 stack would run both kubelet plugins during `pulumi up`. The release the compiler emits knows its former name,
+    and the stack registers it as an alias replaced delete-first (tests/real/test_real_transitions.py runs the engine)."""
     import pulumi
 
-    from compiler.facts.driver import chart_for
-    from compiler.lower.graph import HelmRelease, Wave
     from modules.helm import release_options
 
-    release = HelmRelease("dra-driver-nvidia-gpu", "nvidia-dra-driver-gpu", chart_for("0.5.1"), {}, Wave.CHARTS, "dra-driver", None)  # type: ignore[arg-type]
-    options = release_options(release)
+    fleet = write_fleet(tmp_path / "fleet", [cluster_doc("c1", driver="0.5.1")], {"w.yaml": [TRAIN]})
+    releases = {r.component: r for r in compiled(fleet).compiled.releases}
+    options = release_options(releases["dra-driver"])
     assert [a.name for a in options["aliases"] if isinstance(a, pulumi.Alias)] == ["nvidia-dra-driver-gpu/nvidia-dra-driver-gpu"]
     assert options["delete_before_replace"] is True and options["replace_on_changes"] == ["name"]
-    assert release_options(HelmRelease("gpu-operator", "gpu-operator", chart_for("0.5.1"), {}, Wave.CHARTS, "gpu-operator", None)) == {}  # type: ignore[arg-type]
+    assert release_options(releases["gpu-operator"]) == {}

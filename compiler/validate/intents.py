@@ -247,8 +247,8 @@ class Transition(Model):
     step: int = Field(ge=1, description="this step's number")
     steps: int = Field(ge=2, description="how many steps the change takes (the last one is the intent without transition)")
     change: str = Field(min_length=1, description="what the steps do, for the reviewer (gpuc upgrade writes it)")
-    dra_driver: TransitionDriver | None = None
-    gpu_operator: TransitionOperator | None = None
+    dra_driver: TransitionDriver | None = Field(None, description="hold the DRA driver release back during this step")
+    gpu_operator: TransitionOperator | None = Field(None, description="hold the GPU Operator's custom resource back during this step")
     node_pools: dict[DnsLabel, TransitionPool] = Field(default_factory=dict, description="per node pool name: its allocation "
                                                                                      "during this step")
 
