@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import components
 from .components import Release
-from .processes import ProcessOwner, free_port
+from .processes import ProcessOwner, free_port, stop_group
 
 ADMIN_TOKEN = "gpuc-harness-admin"
 VIEWER_TOKEN = "gpuc-harness-viewer"  # user "viewer": no group, so RBAC grants it nothing by default
@@ -38,6 +38,14 @@ class ControlPlane(ProcessOwner):
     port: int = 0
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     error = ControlPlaneError
+    # how it was started, so that restart() starts the same processes again
+    etcd_port: int = 0
+    feature_gates: dict[str, bool] = field(default_factory=dict)
+    runtime_config: str | None = None
+    apiserver_args: tuple[str, ...] = ()
+    scheduler: bool = False
+    controllers: bool = False
+    workload_controllers: bool = False
 
     @property
     def minor(self) -> str:
@@ -108,26 +116,45 @@ def start(
     (e.g. --allow-privileged=true, which the GPU Operator's DaemonSets need).
     """
     workdir.mkdir(parents=True, exist_ok=True)
-    cp = ControlPlane(release=release, workdir=workdir, emulated_minor=emulated_minor)
+    cp = ControlPlane(release=release, workdir=workdir, emulated_minor=emulated_minor, feature_gates=dict(feature_gates or {}),
+                      runtime_config=runtime_config, apiserver_args=apiserver_args, scheduler=scheduler,
+                      controllers=controllers, workload_controllers=workload_controllers)
     try:
-        _start_etcd_and_apiserver(cp, feature_gates or {}, runtime_config, apiserver_args)
-        if controllers or workload_controllers:
-            _start_controllers(cp, workloads=workload_controllers)
-        if scheduler:
-            _start_scheduler(cp, feature_gates or {})
+        _start_etcd(cp)
+        _start_the_rest(cp)
     except BaseException:
         cp.stop()
         raise
     return cp
 
 
+def _start_the_rest(cp: ControlPlane) -> None:
+    """kube-apiserver on etcd, then the controllers and the scheduler the control plane was started with."""
+    _start_apiserver(cp)
+    if cp.controllers or cp.workload_controllers:
+        _start_controllers(cp, workloads=cp.workload_controllers)
+    if cp.scheduler:
+        _start_scheduler(cp, cp.feature_gates)
+
+
+def restart(cp: ControlPlane, emulated_minor: str | None) -> None:
+    """Stop the API server, the controllers and the scheduler and start them again behaving as `emulated_minor`
+    (None: the binary's own), on the same etcd, port and certificates: what a cluster's control-plane upgrade does
+    to it (one minor at a time, etcd kept). Clients keep their kubeconfig; their watches break and resume."""
+    for name in ("kube-scheduler", "kube-controller-manager", "kube-apiserver"):
+        if name in cp.procs:
+            stop_group(cp.procs.pop(name))
+    cp.emulated_minor = emulated_minor
+    _start_the_rest(cp)
+
+
 def _gates_flag(gates: dict[str, bool]) -> str:
     return ",".join(f"{k}={'true' if v else 'false'}" for k, v in sorted(gates.items()))
 
 
-def _start_etcd_and_apiserver(cp: ControlPlane, gates: dict[str, bool], runtime_config: str | None,
-                              extra: tuple[str, ...] = ()) -> None:
+def _start_etcd(cp: ControlPlane) -> None:
     etcd_port, peer_port = free_port(), free_port()
+    cp.etcd_port = etcd_port
     data = cp.workdir / "etcd"
     shutil.rmtree(data, ignore_errors=True)
     cp._spawn("etcd", [
@@ -146,6 +173,11 @@ def _start_etcd_and_apiserver(cp: ControlPlane, gates: dict[str, bool], runtime_
 
     cp._wait("etcd", etcd_ready, 30)
 
+
+def _start_apiserver(cp: ControlPlane) -> None:
+    """kube-apiserver on the control plane's etcd, behaving as its minor; on a restart, at the same port with the
+    same certificates and service-account key."""
+    gates, runtime_config, extra = cp.feature_gates, cp.runtime_config, cp.apiserver_args
     certs = cp.workdir / "certs"
     certs.mkdir(exist_ok=True)
     sa_key = cp.workdir / "sa.key"
@@ -156,10 +188,10 @@ def _start_etcd_and_apiserver(cp: ControlPlane, gates: dict[str, bool], runtime_
     minor = cp.minor
     runtime, gate = _DRA_BETA_SWITCHES.get(minor, ("", ""))
     all_gates = {k: v == "true" for k, v in (item.split("=") for item in gate.split(",") if item)} | gates
-    cp.port = free_port()
+    cp.port = cp.port or free_port()
     argv = [
         str(components.binary(f"kube-apiserver-{cp.release.version}")),
-        "--etcd-servers", f"http://127.0.0.1:{etcd_port}",
+        "--etcd-servers", f"http://127.0.0.1:{cp.etcd_port}",
         "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1", "--secure-port", str(cp.port),
         "--cert-dir", str(certs), "--token-auth-file", str(tokens), "--authorization-mode", "RBAC",
         "--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
