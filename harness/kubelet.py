@@ -7,12 +7,20 @@ bound to a node, it writes what the kubelet writes when the containers start (Ru
 a Job's pod what it writes when they exit 0 (Succeeded). It decides nothing else: the scheduler binds, the
 controllers count replicas and completions, Argo CD judges health. Pods that were never bound (a
 DaemonSet with no matching node, a pod the scheduler refused) stay as they are.
+
+It also finishes a bound pod's deletion, as a kubelet does: the API server only marks a pod on a node deleted
+(deletionTimestamp) and waits for that node's kubelet to stop the containers and delete it for good (grace period
+0). Here the containers stop at once: the next round calls the `on_stop` hooks (what kubelet does as a container
+goes: a DRA kubelet plugin unregisters, and kubelet wipes its ResourceSlices; harness/dra_plugin.py) and deletes
+the pod for good. Without that, a pod of a deleted DaemonSet stays Terminating, and a foreground deletion of the
+DaemonSet (Argo CD's resources finalizer, Pulumi's delete) never finishes.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from .kube import Kube
@@ -62,6 +70,11 @@ def started_status(pod: Obj) -> Obj:
             "hostIP": "127.0.0.1", "podIP": "127.0.0.1", "startTime": now}
 
 
+def _stopping(pod: Obj) -> bool:
+    """A pod on a node that the API server marked deleted: its kubelet stops it and deletes it for good."""
+    return bool(pod["spec"].get("nodeName") and pod["metadata"].get("deletionTimestamp"))
+
+
 def _needs_status(pod: Obj) -> bool:
     if not pod["spec"].get("nodeName") or pod["metadata"].get("deletionTimestamp"):
         return False
@@ -69,12 +82,15 @@ def _needs_status(pod: Obj) -> bool:
 
 
 class KubeletStandIn:
-    """Polls the cluster's pods and reports bound ones as started; `stop()` ends it."""
+    """Polls the cluster's pods, reports bound ones as started and deletes for good those marked deleted; `stop()`
+    ends it. `on_stop` hooks get each pod whose containers it stops, before the pod is deleted."""
 
     def __init__(self, kube: Kube, interval: float = 0.3) -> None:
         self.kube = kube
         self.interval = interval
         self.started: list[str] = []  # namespace/name of every pod it reported, in order
+        self.deleted: list[str] = []  # namespace/name of every pod whose deletion it finished, in order
+        self.on_stop: list[Callable[[Obj], None]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="kubelet-stand-in", daemon=True)
         self._thread.start()
@@ -86,7 +102,9 @@ class KubeletStandIn:
             except Exception:  # the API server restarting or stopping under it: try again next round
                 continue
             for pod in pods:
-                if _needs_status(pod):
+                if _stopping(pod):
+                    self._finish_deletion(pod)
+                elif _needs_status(pod):
                     meta = pod["metadata"]
                     try:
                         self.kube.set_status({"apiVersion": "v1", "kind": "Pod",
@@ -95,6 +113,20 @@ class KubeletStandIn:
                     except Exception:  # deleted meanwhile, or a conflict: the next round sees it again
                         continue
                     self.started.append(f"{meta['namespace']}/{meta['name']}")
+
+    def _finish_deletion(self, pod: Obj) -> None:
+        meta = pod["metadata"]
+        try:
+            for hook in self.on_stop:
+                hook(pod)
+        except Exception:  # a hook could not reach the API server: the pod stays until a round where it can
+            return
+        body = {"gracePeriodSeconds": 0, "preconditions": {"uid": meta["uid"]}}
+        try:  # the pod as this round saw it, not one recreated under its name meanwhile
+            self.kube.dyn.delete(self.kube.resource("v1", "Pod"), name=meta["name"], namespace=meta["namespace"], body=body)
+        except Exception:  # gone already, recreated (the precondition) or the API server restarting: the next round sees
+            return
+        self.deleted.append(f"{meta['namespace']}/{meta['name']}")
 
     def stop(self) -> None:
         self._stop.set()
