@@ -10,14 +10,17 @@ DaemonSet with no matching node, a pod the scheduler refused) stay as they are.
 
 It also finishes a bound pod's deletion, as a kubelet does: the API server only marks a pod on a node deleted
 (deletionTimestamp) and waits for that node's kubelet to stop the containers and delete it for good (grace period
-0). Here the containers stop at once: the next round calls the `on_stop` hooks (what kubelet does as a container
-goes: a DRA kubelet plugin unregisters, and kubelet wipes its ResourceSlices; harness/dra_plugin.py) and deletes
-the pod for good. Without that, a pod of a deleted DaemonSet stays Terminating, and a foreground deletion of the
-DaemonSet (Argo CD's resources finalizer, Pulumi's delete) never finishes.
+0). Here the containers stop at once, or with `full_grace`, when the pod's grace period ends (its deletionTimestamp:
+the longest a kubelet waits for containers that do not exit on SIGTERM, the timing an order that holds only when
+deletion is quick fails under); then the `on_stop` hooks run (what kubelet does as a container goes: a DRA kubelet
+plugin unregisters, and kubelet wipes its ResourceSlices; harness/dra_plugin.py) and the pod is deleted for good.
+Without that, a pod of a deleted DaemonSet stays Terminating, and a foreground deletion of the DaemonSet (Argo CD's
+resources finalizer, Pulumi's delete) never finishes.
 """
 
 from __future__ import annotations
 
+import calendar
 import threading
 import time
 from collections.abc import Callable
@@ -75,6 +78,12 @@ def _stopping(pod: Obj) -> bool:
     return bool(pod["spec"].get("nodeName") and pod["metadata"].get("deletionTimestamp"))
 
 
+def _grace_over(pod: Obj) -> bool:
+    """The pod's grace period has ended: the API server set deletionTimestamp to the deletion's time plus it."""
+    ends = calendar.timegm(time.strptime(pod["metadata"]["deletionTimestamp"], "%Y-%m-%dT%H:%M:%SZ"))
+    return time.time() >= ends
+
+
 def _needs_status(pod: Obj) -> bool:
     if not pod["spec"].get("nodeName") or pod["metadata"].get("deletionTimestamp"):
         return False
@@ -83,11 +92,13 @@ def _needs_status(pod: Obj) -> bool:
 
 class KubeletStandIn:
     """Polls the cluster's pods, reports bound ones as started and deletes for good those marked deleted; `stop()`
-    ends it. `on_stop` hooks get each pod whose containers it stops, before the pod is deleted."""
+    ends it. `on_stop` hooks get each pod whose containers it stops, before the pod is deleted; with `full_grace`
+    they stop when the pod's grace period ends, else at once."""
 
-    def __init__(self, kube: Kube, interval: float = 0.3) -> None:
+    def __init__(self, kube: Kube, interval: float = 0.3, full_grace: bool = False) -> None:
         self.kube = kube
         self.interval = interval
+        self.full_grace = full_grace
         self.started: list[str] = []  # namespace/name of every pod it reported, in order
         self.deleted: list[str] = []  # namespace/name of every pod whose deletion it finished, in order
         self.on_stop: list[Callable[[Obj], None]] = []
@@ -103,7 +114,8 @@ class KubeletStandIn:
                 continue
             for pod in pods:
                 if _stopping(pod):
-                    self._finish_deletion(pod)
+                    if not self.full_grace or _grace_over(pod):
+                        self._finish_deletion(pod)
                 elif _needs_status(pod):
                     meta = pod["metadata"]
                     try:
