@@ -246,6 +246,21 @@ def _kubernetes(before: Shape, after: Shape, hazard: Hazard, busy: dict[str, tup
                  done=_rendered_synced(after))]
 
 
+def _plugin_restarted(after: Shape, pools: list[str]) -> list[Check]:
+    """The DRA kubelet plugin publishes the MIG devices it found at start-up (facts/data/dra_driver.yaml
+    kubeletPluginDaemonSet): once the MIG Manager has applied a new layout, it is restarted to publish the new ones.
+    Without it the slices still name the old layout's devices, and new claims are allocated devices the GPU no longer has."""
+    driver = after.driver
+    if driver is None or not pools:
+        return []
+    nodes = [n for p in pools for n in after.pools[p].nodes]
+    ds = f"daemonset/{driver.daemonset}"
+    return [Check(f"the DRA kubelet plugin is restarted on {_nodes(nodes)} once the new layout is applied, so that it "
+                  f"publishes the new MIG devices (it publishes those it found at start-up): `kubectl -n {driver.namespace} "
+                  f"rollout restart {ds}`, then `kubectl -n {driver.namespace} rollout status {ds}`", "restarted",
+                  {"namespace": driver.namespace, "daemonSet": driver.daemonset, "nodes": nodes})]
+
+
 def _mig_relayout(before: Shape, after: Shape, hazard: Hazard, busy: dict[str, tuple[str, ...]]) -> list[Step]:
     nodes = [n for p in hazard.pools for n in after.pools[p].nodes]
     what = f"the nodes of pool(s) {', '.join(hazard.pools)}"
@@ -256,6 +271,7 @@ def _mig_relayout(before: Shape, after: Shape, hazard: Hazard, busy: dict[str, t
                            f"the pods drained from them restart on the new layout or elsewhere: {', '.join(pods)}"],
                  done=[Check(f"{what} report the new layout applied", "node-label",
                              {"nodes": nodes, "label": gpu_operator()["migConfigLabel"] + ".state", "value": "success"}),
+                       *_plugin_restarted(after, [p for p in hazard.pools if after.pools[p].allocation == "dra"]),
                        Check(f"ResourceSlices of {GPU_DRIVER} are published for each of {_nodes(nodes)}", "slices",
                              {"driver": GPU_DRIVER, "nodes": nodes}),
                        _uncordoned(nodes, what), *_rendered_synced(after)])]
