@@ -22,12 +22,14 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from .controlplane import ControlPlane
 from .kube import Kube
 
 Obj = dict[str, Any]
 RESOURCE = "nvidia.com/gpu"
 GPU_PRESENT = "nvidia.com/gpu.present"
 DEPLOY_LABEL = "nvidia.com/gpu.deploy.device-plugin"
+CRD = "clusterpolicies.nvidia.com"
 
 
 def would_run(policies: list[Obj], node: Obj) -> bool:
@@ -38,10 +40,10 @@ def would_run(policies: list[Obj], node: Obj) -> bool:
 
 class DevicePluginStandIn:
     """Keeps each node of `gpus` (node name -> GPUs) advertising what the operator's device plugin would, polling
-    every `interval` seconds."""
+    every `interval` seconds (with a client of its own: the dynamic client's discovery is not shared across threads)."""
 
-    def __init__(self, kube: Kube, gpus: dict[str, int], interval: float = 0.3) -> None:
-        self.kube = kube
+    def __init__(self, cp: ControlPlane, gpus: dict[str, int], interval: float = 0.3) -> None:
+        self.kube = Kube(cp)
         self.gpus = dict(gpus)
         self.interval = interval
         self.changes: list[tuple[str, str]] = []  # (node, allocatable it set), in order
@@ -57,10 +59,11 @@ class DevicePluginStandIn:
                 continue
 
     def _policies(self) -> list[Obj]:
-        try:
-            return self.kube.items("nvidia.com/v1", "ClusterPolicy")
-        except Exception:  # no ClusterPolicy CRD: no GPU Operator
+        """The ClusterPolicies, none before the GPU Operator chart's CRD is there (asked first: looking up a kind that
+        is not served would make the client discover the whole API again, every round)."""
+        if self.kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", CRD) is None:
             return []
+        return self.kube.items("nvidia.com/v1", "ClusterPolicy")
 
     def _sync(self) -> None:
         policies = self._policies()

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from .controlplane import ControlPlane
 from .kube import Kube
 from .kubelet import KubeletStandIn
 
@@ -58,9 +59,9 @@ class SlicePublisher:
     """Publishes and wipes the ResourceSlices of the pods of `plugins` ((namespace, DaemonSet name) pairs), polling
     every `interval` seconds and hooked into `kubelet`'s pod deletions."""
 
-    def __init__(self, kube: Kube, kubelet: KubeletStandIn, plugins: Iterable[tuple[str, str]], devices: Devices,
+    def __init__(self, cp: ControlPlane, kubelet: KubeletStandIn, plugins: Iterable[tuple[str, str]], devices: Devices,
                  interval: float = 0.3) -> None:
-        self.kube = kube
+        self.kube = Kube(cp)  # its own client: the dynamic client's discovery is not shared across threads
         self.plugins = set(plugins)
         self.devices = devices
         self.interval = interval
@@ -84,8 +85,8 @@ class SlicePublisher:
                 continue
 
     def _sync(self) -> None:
-        pods = [p for p in self.kube.items("v1", "Pod") if self._plugin_pod(p)]
-        with self._lock:
+        with self._lock:  # one thread at a time on the client: this one, or the kubelet stand-in's hook
+            pods = [p for p in self.kube.items("v1", "Pod") if self._plugin_pod(p)]
             for pod in pods:
                 meta = pod["metadata"]
                 running = (pod.get("status") or {}).get("phase") == "Running" and pod["spec"].get("nodeName") \

@@ -1,6 +1,6 @@
 """A record of every change to one kind of object for a whole run, as a Kubernetes watch delivers it.
 
-`Recorder(kube, api_version, kind)` lists the kind, then watches from the list's resourceVersion in a thread of its
+`Recorder(control_plane, api_version, kind)` lists the kind, then watches from the list's resourceVersion in a thread of its
 own until `stop()`: every ADDED, MODIFIED and DELETED event is kept in the order the API server sent it, with its
 arrival time. A watch that breaks (its server-side timeout, an API server restarted under it, 410 Gone) is resumed
 from the last resourceVersion seen, or listed again, the differences kept as the events they stand for (marked
@@ -18,6 +18,7 @@ from typing import Any
 
 from kubernetes import watch as k8s_watch
 
+from .controlplane import ControlPlane
 from .kube import Kube
 
 Obj = dict[str, Any]
@@ -39,13 +40,14 @@ def key_of(obj: Obj) -> Key:
 
 
 class Recorder:
-    def __init__(self, kube: Kube, api_version: str, kind: str, timeout_s: int = 20) -> None:
-        self.kube = kube
+    def __init__(self, cp: ControlPlane, api_version: str, kind: str, timeout_s: int = 20) -> None:
+        self.kube = Kube(cp)  # its own client: the dynamic client's discovery is not shared across threads
         self.api_version, self.kind = api_version, kind
         self.timeout_s = timeout_s
         self.events: list[Event] = []
         self.errors: list[str] = []  # why the watch broke, each time it did
         self._live: dict[Key, Obj] = {}
+        self.initial: dict[Key, Obj] = {}  # what the first list found
         self._version = ""
         self._lock = threading.Lock()
         self._stop = threading.Event()
