@@ -60,9 +60,11 @@ def binary() -> Path:
 
 
 def render(chart: Path, *, release: str, namespace: str, values: Sequence[Path | Mapping[str, Any]] = (),
-           kube_version: str | None = None, api_versions: Iterable[str] | None = None, timeout: float = 120) -> list[Doc]:
+           kube_version: str | None = None, api_versions: Iterable[str] | None = None, timeout: float = 120,
+           include_crds: bool = False) -> list[Doc]:
     """`helm template RELEASE CHART --namespace NS [--kube-version V] [--api-versions X ...] [--values F ...]`:
-    the rendered documents (CRDs in crds/ not included, as Argo CD's default), in Helm's order.
+    the rendered documents (CRDs in crds/ only with `include_crds`, of the chart and its enabled subcharts), in Helm's
+    order.
 
     `values` are files or mappings (written to a temporary file), applied in order as Argo CD applies valueFiles;
     `kube_version` as Argo CD passes it ("v1.34.0"; "1.34" is taken as "v1.34.0"); `api_versions` usually
@@ -73,6 +75,8 @@ def render(chart: Path, *, release: str, namespace: str, values: Sequence[Path |
         argv += ["--kube-version", v if v.count(".") >= 2 else v + ".0"]
     for version in api_versions or ():
         argv += ["--api-versions", version]
+    if include_crds:
+        argv.append("--include-crds")
     with tempfile.TemporaryDirectory(prefix="gpuc-helm-") as tmp:
         for i, value in enumerate(values):
             if isinstance(value, Path):
