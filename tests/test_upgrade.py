@@ -109,11 +109,12 @@ STEPS: dict[str, tuple[Case, list[dict | None]]] = {
     "two pools to DRA, one at a time": (
         ({}, [H100, A100_DP, {**A100_DP, "name": "a100b"}], {},
          [H100, {**A100_DP, "allocation": "dra"}, {**A100_DP, "name": "a100b", "allocation": "dra"}], [TRAIN], {POOL_HANDOVER}),
-        [{"nodePools": {"a100": {"allocation": "none"}, "a100b": {"allocation": "devicePlugin"}}},
-         {"nodePools": {"a100b": {"allocation": "devicePlugin"}}},
-         {"nodePools": {"a100b": {"allocation": "none"}}},
+        [{"nodePools": {"a100": {"allocation": "none"}}},
+         {"nodePools": {"a100": {"allocation": "dra"}}},
+         {"nodePools": {"a100": {"allocation": "dra"}, "a100b": {"allocation": "none"}}},
          None]),
-    "operator resource": (HAZARDS["ClusterPolicy to GPUCluster"], [{"gpuOperator": {"customResource": "none"}}, None]),
+    "operator resource": (HAZARDS["ClusterPolicy to GPUCluster"],
+                          [{"gpuOperator": {"customResource": "none"}, "draDriver": {"installed": False}}, None]),
     "kubernetes": (HAZARDS["a Kubernetes minor"], [None]),
     "mig layout": (HAZARDS["a MIG layout under a running notebook"], [None]),
 }
@@ -164,8 +165,9 @@ def test_the_move_to_gpucluster_drains_every_gpu_pod_and_places_them_again_at_th
     first, second = plan.steps
     assert [(p.pod, p.fate) for p in first.pods] == [("research/train-0", "waiting")]
     assert [(p.pod, p.fate) for p in second.pods] == [("research/train-0", "placed")]
+    assert first.intent == {}  # the base already runs GPU Operator 26.7, whose chart can leave its ClusterPolicy out
     values = yaml.safe_load(first.files["values/gpu-operator.yaml"])
-    assert values["clusterPolicy"]["deployCR"] is False and values["gpuCluster"]["deployCR"] is False
+    assert values["clusterPolicy"]["deployCR"] is False and not values.get("gpuCluster", {}).get("deployCR", False)
     assert yaml.safe_load(second.files["values/gpu-operator.yaml"])["gpuCluster"]["deployCR"] is True
 
 
@@ -173,7 +175,8 @@ def test_a_step_rendered_from_its_intent_is_the_tree_the_plan_wrote(tmp_path: Pa
     """What the user commits for a step (spec.transition added to the Cluster, rendered by gpuc) is byte for byte the
     tree the plan shows: the plan and the render are one compilation."""
     fleet, plan = plan_for(tmp_path, STEPS["two pools to DRA, one at a time"][0])
-    step = plan.steps[0]
+    step = plan.steps[1]
+    git(fleet.parent, "checkout", "base", "--", "fleet")  # a step starts from the intent as the cluster runs it
     change(fleet, {"transition": step.transition})
     out = tmp_path / "rendered"
     result = gpuc("render", fleet, "-o", out)
@@ -188,7 +191,7 @@ def test_the_cli_writes_the_plan_and_every_steps_tree_and_says_what_to_commit(tm
     result = gpuc("upgrade", fleet, "--base", "base", "-o", out)
     assert result.code == 0, result.err
     assert "### Step 1 of 2: Retire the DRA driver release nvidia-dra-driver-gpu/nvidia-dra-driver-gpu" in result.out
-    assert "installed: false" in result.out and "in `clusters/c1.yaml`, set `spec.transition`" in result.out
+    assert "installed: false" in result.out and "each step but the last adds `spec.transition` to `clusters/c1.yaml`" in result.out
     written = json.loads((out / "c1" / "plan.json").read_text())
     assert written["generatedBy"] == "gpuc upgrade" and [s["step"] for s in written["clusters"][0]["steps"]] == [1, 2]
     assert yaml.safe_load((out / "c1" / "step-1" / "transition.yaml").read_text())["transition"]["draDriver"] == {"installed": False}

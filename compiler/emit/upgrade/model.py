@@ -50,7 +50,10 @@ class PodFate:
 class Step:
     number: int
     title: str
-    transition: dict[str, Any] | None  # spec.transition of the step, as written in the Cluster intent; None: the intent as is
+    transition: dict[str, Any] | None  # spec.transition of the step, as written in the Cluster intent; None: the change itself
+    # the Cluster fields the step sets on the intent as it runs (the base), dotted paths under the document: a step
+    # is the base plus these plus its transition; the last step (transition None) is the change itself
+    intent: dict[str, Any] = field(default_factory=dict)
     before: list[Check] = field(default_factory=list)  # what must be true before the step is committed
     disrupts: list[str] = field(default_factory=list)  # what the step takes away, and until when
     done: list[Check] = field(default_factory=list)  # what says the step has finished
@@ -60,7 +63,7 @@ class Step:
     warnings: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"step": self.number, "title": self.title, "transition": self.transition,
+        return {"step": self.number, "title": self.title, "intent": self.intent, "transition": self.transition,
                 "before": [c.as_dict() for c in self.before], "disrupts": self.disrupts, "done": [c.as_dict() for c in self.done],
                 "pods": [p.as_dict() for p in self.pods], "changes": self.changes, "files": sorted(self.files),
                 "warnings": self.warnings}

@@ -43,12 +43,20 @@ def cluster_markdown(plan: ClusterPlan, fleet: str, cluster_file: str) -> str:
     lines = [f"## {plan.cluster}: {len(plan.steps)} step(s)", "",
              f"The change from `{plan.base}` cannot be applied as one commit:", ""]
     lines += [f"- {why}" for why in plan.why]
-    lines += ["", f"Commit the steps in order, one pull request each: in `{cluster_file}`, set `spec.transition` as the step "
-              f"says, run `gpuc render {fleet} -o rendered`, merge, and wait until every check under *done when* holds "
-              f"before the next step. The rendered tree of each step is in `step-N/rendered/` beside this file.", ""]
+    lines += ["", f"Commit the steps in order, one pull request each, starting from the fleet as the cluster runs it (`{plan.base}`): "
+              f"each step but the last adds `spec.transition` to `{cluster_file}` (and sets the fields it names); the last "
+              f"step is the change itself, without `spec.transition`. Render each with `gpuc render {fleet} -o rendered`, "
+              "merge it, and wait until every check under *done when* holds before the next. The rendered tree of each step "
+              "is in `step-N/rendered/` beside this file.", ""]
     for step in plan.steps:
         lines += [f"### Step {step.number} of {len(plan.steps)}: {step.title}", ""]
-        lines += ["Under `spec:` of the Cluster:", "", FENCE + "yaml", transition_block(step).rstrip("\n"), FENCE, ""]
+        if step.transition is None:
+            lines += ["Commit the change itself (the intents as you want them), with no `spec.transition`.", ""]
+        else:
+            if step.intent:
+                lines += ["Set in the Cluster intent as it runs now:", ""] + [f"- `{k}: {v}`" for k, v in step.intent.items()] + [""]
+            lines += ["Add under `spec:` of the Cluster intent as it runs now:", "", FENCE + "yaml", transition_block(step).rstrip("\n"),
+                      FENCE, ""]
         if step.before:
             lines += ["Before committing it:", ""] + [f"- [ ] {c.text}" for c in step.before] + [""]
         lines += ["What it disrupts:", ""] + ([f"- {d}" for d in step.disrupts] or ["- nothing: no running pod loses its GPUs"]) + [""]

@@ -1,5 +1,6 @@
-"""The steps of a change that one commit cannot take: each is the head intent with a `spec.transition` that holds
-something back (the last one holds nothing), with what must be true before it, what it disrupts and how to tell it
+"""The steps of a change that one commit cannot take. Each step but the last is the intent as the cluster runs it (the
+base) with a `spec.transition` that holds something back, and the few fields the step must already set; the last
+step is the change itself. Every step comes with what must be true before it, what it disrupts and how to tell it
 finished. One kind of hazard per plan: a change that is two of them is two pull requests, each planned on its own.
 """
 
@@ -156,7 +157,7 @@ def _pool_handover(before: Shape, after: Shape, hazard: Hazard, busy: dict[str, 
     handed = [p for p in after.pools if p in hazard.pools]
     steps: list[Step] = []
     for i, name in enumerate(handed):
-        later = {p: {"allocation": before.pools[p].allocation} for p in handed[i + 1:]}
+        done_pools = {p: {"allocation": after.pools[p].allocation} for p in handed[:i]}
         nodes = list(after.pools[name].nodes)
         what = f"the nodes of pool {name}"
         source, target = before.pools[name].allocation, after.pools[name].allocation
@@ -168,7 +169,7 @@ def _pool_handover(before: Shape, after: Shape, hazard: Hazard, busy: dict[str, 
             off.append(Check(f"no ResourceSlice of {GPU_DRIVER} is left on {what}", "no-slices", {"driver": GPU_DRIVER, "nodes": nodes}))
         pods = busy.get(name, ())
         steps.append(Step(0, f"Take pool {name} off the {'device plugin' if source == 'devicePlugin' else 'DRA driver'}",
-                          {"nodePools": {name: {"allocation": "none"}, **later}},
+                          {"nodePools": {**done_pools, name: {"allocation": "none"}}},
                           before=[_cordoned(nodes, what)],
                           disrupts=[f"pool {name}'s GPUs serve nobody from this step until the next is done: its pods are drained "
                                     f"and restart on other pools or wait{': ' + ', '.join(pods) if pods else ''}"],
@@ -182,7 +183,7 @@ def _pool_handover(before: Shape, after: Shape, hazard: Hazard, busy: dict[str, 
             on = [Check(f"{what} advertise nvidia.com/gpu: {count}", "allocatable",
                         {"nodes": nodes, "resource": "nvidia.com/gpu", "count": count})]
         steps.append(Step(0, f"Hand pool {name} to the {'DRA driver' if target == 'dra' else 'device plugin'}",
-                          {"nodePools": later} if later else None,
+                          {"nodePools": {**done_pools, name: {"allocation": target}}} if i + 1 < len(handed) else None,
                           before=[Check(f"step {2 * i + 1}'s checks hold: nothing holds pool {name}'s GPUs", "previous")],
                           done=[*on, _uncordoned(nodes, what), *_rendered_synced(after)]))
     return steps
@@ -199,13 +200,14 @@ def _operator_swap(before: Shape, after: Shape, hazard: Hazard, busy: dict[str, 
                           f"upgrade the GPU Operator to {since} or newer first (its own pull request), then change the mode")
     gpu_nodes = [n for p in before.pools.values() for n in p.nodes]
     held: dict[str, Any] = {"gpuOperator": {"customResource": "none"}}
-    if after.driver is not None:
+    if before.driver is not None:  # the release the GPUCluster's driver replaces goes with the ClusterPolicy
         held["draDriver"] = {"installed": False}
     gone = [Check(f"the {before.operator} is gone", "absent", _operator_object(before))]
     if before.driver is not None:
         gone += _driver_gone(before, before.driver)
     pods = sorted({p for v in busy.values() for p in v})
     first = Step(0, f"Remove the GPU Operator's {before.operator}", held,
+                 intent={"spec.gpuOperator.version": after.operator_version} if after.operator_version != before.operator_version else {},
                  before=[_cordoned(gpu_nodes, "the GPU nodes"), _no_gpu_pods(gpu_nodes, "any GPU node")],
                  disrupts=["every GPU of the cluster, from this step until the next is done: NVIDIA documents the move between a "
                            "ClusterPolicy and a GPUCluster as for new clusters only, so the operands are removed and installed "
