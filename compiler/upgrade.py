@@ -22,7 +22,7 @@ from .diagnostics import Diagnostic, InputError
 from .emit.diff.compare import ReplacementNote, compare
 from .emit.tree import cluster_files
 from .emit.upgrade.hazards import KUBERNETES, MIG_RELAYOUT, hazards
-from .emit.upgrade.model import ClusterPlan, PodFate, Step
+from .emit.upgrade.model import Check, ClusterPlan, PodFate, Step
 from .emit.upgrade.shape import busy_pools, shape_of
 from .emit.upgrade.steps import GPU_DRIVER, CannotStage, plan_steps
 from .load.git import materialize
@@ -108,6 +108,7 @@ def _cluster_plan(base_dir: Path, tmp: Path, name: str, base: CompiledFleet, hea
         if left:  # the steps are built so that none is left: a plan that has one is gpuc's bug, never the user's
             raise AssertionError(f"step {step.number} of {name}'s plan keeps a hazard: {left}")
         step.files = cluster_files(outcome.compiled)
+        step.done[:0] = _relabel(previous_fleet.clusters[name].compiled, outcome.compiled)
         # what the step's own compile says of pods it cannot place assumes nothing runs: the succession below knows better
         step.warnings = [d.message for d in outcome.warnings if not d.message.startswith("(step ")]
         drained = {n for c in step.before if c.kind == "no-gpu-pods" for n in c.target["nodes"]}
@@ -192,6 +193,23 @@ def _fates(before: ClusterState, placed, replaced: dict[str, str]) -> list[PodFa
         else:
             out.append(PodFate(key, pod.workload, "waiting", ("restarted, then " if pod.pod in held else "") + pod.reason))
     return sorted(out, key=lambda f: f.pod)
+
+
+def _relabel(before: CompiledCluster | None, after: CompiledCluster) -> list[Check]:
+    """Labels a step changes on pools whose nodes gpuc does not patch (no nodeNames): the node provisioner applies them
+    (node-labels.yaml), and the step is not done until the nodes carry them."""
+    out = []
+    for pool in after.cluster.pools:
+        if pool.spec.node_names:
+            continue  # Node patches in the tree: the sync applies them
+        old = (before.node_labels if before is not None else {}).get(pool.name, {})
+        new = after.node_labels.get(pool.name, {})
+        if old != new:
+            wanted = {k: new.get(k) for k in sorted(set(old) | set(new))}  # None: the label goes
+            text = ", ".join(f"{k}={v}" if v is not None else f"no {k}" for k, v in wanted.items() if old.get(k) != v)
+            out.append(Check(f"the nodes of pool {pool.name} carry {text} (node-labels.yaml: set by the node provisioner, or "
+                             "`kubectl label node NODE ...`)", "node-labels", {"nodes": node_names(pool), "labels": wanted}))
+    return out
 
 
 def _on_shared_claims(pod, allocated: set[str]) -> bool:

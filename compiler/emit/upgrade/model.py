@@ -19,6 +19,7 @@ class Check:
     - no-gpu-pods: no pod on {nodes} holds a GPU (nvidia.com/gpu, or an allocated ResourceClaim)
     - allocatable: every node of {nodes} advertises {resource}: {count}
     - node-label: every node of {nodes} carries {label}: {value}
+    - node-labels: every node of {nodes} carries {labels} (a null value: the label is absent)
     - server-version: the API server reports Kubernetes {minor}
     - ready: the custom resource {apiVersion, kind, name} reports status.state {state}
     - cordoned / uncordoned: the nodes of {nodes} are unschedulable (or schedulable again); a step's own action

@@ -40,14 +40,18 @@ def _pods(step: Step) -> list[str]:
 def cluster_markdown(plan: ClusterPlan, fleet: str, cluster_file: str) -> str:
     if not plan.staged:
         return f"## {plan.cluster}\n\nThe change from `{plan.base}` is safe as one commit: render it and merge it.\n"
-    lines = [f"## {plan.cluster}: {len(plan.steps)} step(s)", "",
+    lines = [f"## {plan.cluster}: {len(plan.steps)} step{'s' if len(plan.steps) > 1 else ''}", "",
              f"The change from `{plan.base}` cannot be applied as one commit:", ""]
     lines += [f"- {why}" for why in plan.why]
-    lines += ["", f"Commit the steps in order, one pull request each, starting from the fleet as the cluster runs it (`{plan.base}`): "
-              f"each step but the last adds `spec.transition` to `{cluster_file}` (and sets the fields it names); the last "
-              f"step is the change itself, without `spec.transition`. Render each with `gpuc render {fleet} -o rendered`, "
-              "merge it, and wait until every check under *done when* holds before the next. The rendered tree of each step "
-              "is in `step-N/rendered/` beside this file.", ""]
+    if len(plan.steps) == 1:
+        lines += ["", "It is one commit, but one to merge only once every check under *before committing it* holds; render it with "
+                  f"`gpuc render {fleet} -o rendered` and wait until every check under *done when* holds.", ""]
+    else:
+        lines += ["", f"Commit the steps in order, one pull request each, starting from the fleet as the cluster runs it (`{plan.base}`): "
+                  f"each step but the last adds `spec.transition` to `{cluster_file}` (and sets the fields it names); the last "
+                  f"step is the change itself, without `spec.transition`. Render each with `gpuc render {fleet} -o rendered`, "
+                  "merge it, and wait until every check under *done when* holds before the next. The rendered tree of each step "
+                  "is in `step-N/rendered/` beside this file.", ""]
     for step in plan.steps:
         lines += [f"### Step {step.number} of {len(plan.steps)}: {step.title}", ""]
         if step.transition is None:
