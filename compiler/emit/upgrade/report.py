@@ -27,9 +27,9 @@ def _indented(text: str, pad: str = "  ") -> str:
 def _pods(step: Step) -> list[str]:
     by_fate: dict[str, list[str]] = {}
     for p in step.pods:
-        by_fate.setdefault(p.fate, []).append(p.pod + (f" ({p.why})" if p.why and p.fate != "kept" else ""))
+        by_fate.setdefault(p.fate, []).append(p.pod + (f" ({p.why})" if p.why and p.fate == "restarted" else ""))
     out = []
-    for fate, label in (("kept", "keep running"), ("restarted", "restart"), ("waiting", "wait (Pending)"), ("placed", "start")):
+    for fate, label in (("kept", "keep running"), ("restarted", "restart"), ("waiting", "wait, Pending (plan.json says why)"), ("placed", "start")):
         pods = by_fate.get(fate, [])
         if pods:
             shown = ", ".join(pods[:MAX_PODS]) + (f" and {len(pods) - MAX_PODS} more" if len(pods) > MAX_PODS else "")
