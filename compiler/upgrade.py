@@ -21,7 +21,7 @@ from .check.model import CheckOptions
 from .diagnostics import Diagnostic, InputError
 from .emit.diff.compare import ReplacementNote, compare
 from .emit.tree import cluster_files
-from .emit.upgrade.hazards import KUBERNETES, MIG_RELAYOUT, hazards
+from .emit.upgrade.hazards import hazards
 from .emit.upgrade.model import Check, ClusterPlan, PodFate, Step
 from .emit.upgrade.shape import busy_pools, shape_of
 from .emit.upgrade.steps import GPU_DRIVER, CannotStage, plan_steps
@@ -31,11 +31,6 @@ from .lower.graph import CompiledCluster
 from .pipeline import CompileOptions, compile_fleet, validate_clusters
 from .place.inventory.synth import node_names
 from .place.succession import allocated, holder, place_step
-
-# hazards a step answers with a precondition (the control plane upgraded first, the pool drained first), not by holding
-# something back: the step that carries the precondition may have them
-ANSWERED_BY_PRECONDITION = (KUBERNETES, MIG_RELAYOUT)
-
 
 @dataclass
 class UpgradePlan:
@@ -104,7 +99,7 @@ def _cluster_plan(base_dir: Path, tmp: Path, name: str, base: CompiledFleet, hea
         if outcome.compiled is None or outcome.rejected:
             raise AssertionError(f"step {step.number} of {name}'s plan does not compile: {[*outcome.infeasible, *outcome.rejected]}")
         shape = shape_of(outcome.compiled)
-        left = [h for h in hazards(previous_shape, shape, busy) if h.kind not in ANSWERED_BY_PRECONDITION]
+        left = [h for h in hazards(previous_shape, shape, busy) if h.kind not in step.answers]
         if left:  # the steps are built so that none is left: a plan that has one is gpuc's bug, never the user's
             raise AssertionError(f"step {step.number} of {name}'s plan keeps a hazard: {left}")
         step.files = cluster_files(outcome.compiled)

@@ -218,11 +218,11 @@ REFUSED: dict[str, tuple[Case, str, str]] = {
                         "spec.kubernetesVersion: Kubernetes 1.34 -> 1.36 skips a minor", 'set kubernetesVersion "1.35" first'),
     "a downgrade": (({}, [H100], {"kubernetesVersion": "1.33", "acknowledge": [{"warning": "dra-beta", "reason": "test"}]}, None,
                      [TRAIN], set()), "Kubernetes 1.34 -> 1.33 is a downgrade", 'keep kubernetesVersion "1.34"'),
-    "a GPUCluster given back to a chart that cannot hold it": (
+    "a GPUCluster given to another team's GPU Operator": (
         ({"gpuOperator": {"mode": "gpuCluster", "version": "v26.7.0"}, "draDriver": {"version": "0.5.1"}}, [H100],
-         {"gpuOperator": {"mode": "helm", "version": "v25.10.1"}}, None, [TRAIN], set()),
-        "spec.gpuOperator.version: the GPU Operator chart v25.10.1 cannot leave its ClusterPolicy out",
-        "upgrade the GPU Operator to v26.7.0 or newer first"),
+         {"gpuOperator": {"mode": "patch"}}, None, [TRAIN], set()),
+        "spec.gpuOperator.mode: the GPU Operator's GPUCluster would give way to a GPU Operator another team installs",
+        "move to gpuOperator.mode helm first"),
 }
 
 
@@ -343,3 +343,28 @@ def test_pulumi_replaces_a_renamed_driver_release_delete_first_under_its_old_nam
     assert [a.name for a in options["aliases"] if isinstance(a, pulumi.Alias)] == ["nvidia-dra-driver-gpu/nvidia-dra-driver-gpu"]
     assert options["delete_before_replace"] is True and options["replace_on_changes"] == ["name"]
     assert release_options(releases["gpu-operator"]) == {}
+
+
+def test_kubernetes_1_32_to_1_33_rewrites_the_claims_in_v1beta2_and_restarts_nothing(tmp_path: Path) -> None:
+    """v1beta1 requests have no `exactly`; the stored claim is the same object either way, so the diff calls it changed
+    (its apiVersion), not replaced, and the pods that hold the claims run on."""
+    case: Case = ({}, [H100], {"kubernetesVersion": "1.33"}, None, [TRAIN], {KUBERNETES})
+    fleet = given(tmp_path, cluster_doc("c1", kubernetes="1.32", pools=[H100]), [TRAIN])
+    change(fleet, case[2])
+    (step,) = upgrade_fleet(fleet, "base").clusters[0].steps
+    assert [(p.pod, p.fate) for p in step.pods] == [("research/train-0", "kept")] and step.disrupts == []
+    report = json.loads(gpuc("diff", fleet, "--base", "base", "--output", "json").out)
+    statuses = {o["kind"]: o["status"] for o in report["clusters"][0]["objects"]}
+    assert statuses.get("ResourceClaimTemplate") == "changed" and "replaced" not in statuses.values(), statuses
+
+
+def test_another_teams_clusterpolicy_goes_by_its_owner_before_the_gpucluster_comes(tmp_path: Path) -> None:
+    """In mode patch the ClusterPolicy is not gpuc's to delete: step 1 retires gpuc's DRA driver release and waits for the
+    owner to remove the ClusterPolicy; step 2 deploys the GPUCluster."""
+    fleet = given(tmp_path, cluster_doc("c1", driver="0.5.1", pools=[H100], gpuOperator={"mode": "patch"}), [TRAIN])
+    change(fleet, {"gpuOperator": {"mode": "gpuCluster", "version": "v26.7.0"}})
+    first, second = upgrade_fleet(fleet, "base").clusters[0].steps
+    assert first.transition is not None and "gpuOperator" not in first.transition and first.transition["draDriver"] == {"installed": False}
+    owner = [c for c in first.before if c.kind == "absent"]
+    assert [c.target["kind"] for c in owner] == ["ClusterPolicy"] and "owner has removed it" in owner[0].text
+    assert [c.kind for c in second.done][:1] == ["ready"]

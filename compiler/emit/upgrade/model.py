@@ -62,6 +62,9 @@ class Step:
     pods: list[PodFate] = field(default_factory=list)  # gpuc's pods after the step, by fate
     changes: list[str] = field(default_factory=list)  # the objects the step changes (gpuc diff's lines)
     warnings: list[str] = field(default_factory=list)
+    # hazards between the previous step and this one that its preconditions answer (the control plane upgraded first,
+    # the pool drained first, a ClusterPolicy removed by its owner first): every other hazard the plan must have held back
+    answers: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {"step": self.number, "title": self.title, "intent": self.intent, "transition": self.transition,
