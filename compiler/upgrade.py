@@ -32,6 +32,7 @@ from .pipeline import CompileOptions, compile_fleet, validate_clusters
 from .place.inventory.synth import node_names
 from .place.succession import allocated, holder, place_step
 
+
 @dataclass
 class UpgradePlan:
     base: str
