@@ -109,11 +109,12 @@ STEPS: dict[str, tuple[Case, list[dict | None]]] = {
     "two pools to DRA, one at a time": (
         ({}, [H100, A100_DP, {**A100_DP, "name": "a100b"}], {},
          [H100, {**A100_DP, "allocation": "dra"}, {**A100_DP, "name": "a100b", "allocation": "dra"}], [TRAIN], {POOL_HANDOVER}),
-        [{"nodePools": {"a100": {"allocation": "none"}, "a100b": {"allocation": "devicePlugin"}}},
-         {"nodePools": {"a100b": {"allocation": "devicePlugin"}}},
-         {"nodePools": {"a100b": {"allocation": "none"}}},
+        [{"nodePools": {"a100": {"allocation": "none"}}},
+         {"nodePools": {"a100": {"allocation": "dra"}}},
+         {"nodePools": {"a100": {"allocation": "dra"}, "a100b": {"allocation": "none"}}},
          None]),
-    "operator resource": (HAZARDS["ClusterPolicy to GPUCluster"], [{"gpuOperator": {"customResource": "none"}}, None]),
+    "operator resource": (HAZARDS["ClusterPolicy to GPUCluster"],
+                          [{"gpuOperator": {"customResource": "none"}, "draDriver": {"installed": False}}, None]),
     "kubernetes": (HAZARDS["a Kubernetes minor"], [None]),
     "mig layout": (HAZARDS["a MIG layout under a running notebook"], [None]),
 }
@@ -169,8 +170,9 @@ def test_the_move_to_gpucluster_drains_every_gpu_pod_and_places_them_again_at_th
     first, second = plan.steps
     assert [(p.pod, p.fate) for p in first.pods] == [("research/train-0", "waiting")]
     assert [(p.pod, p.fate) for p in second.pods] == [("research/train-0", "placed")]
+    assert first.intent == {}  # the base already runs GPU Operator 26.7, whose chart can leave its ClusterPolicy out
     values = yaml.safe_load(first.files["values/gpu-operator.yaml"])
-    assert values["clusterPolicy"]["deployCR"] is False and values["gpuCluster"]["deployCR"] is False
+    assert values["clusterPolicy"]["deployCR"] is False and not values.get("gpuCluster", {}).get("deployCR", False)
     assert yaml.safe_load(second.files["values/gpu-operator.yaml"])["gpuCluster"]["deployCR"] is True
 
 
@@ -178,7 +180,8 @@ def test_a_step_rendered_from_its_intent_is_the_tree_the_plan_wrote(tmp_path: Pa
     """What the user commits for a step (spec.transition added to the Cluster, rendered by gpuc) is byte for byte the
     tree the plan shows: the plan and the render are one compilation."""
     fleet, plan = plan_for(tmp_path, STEPS["two pools to DRA, one at a time"][0])
-    step = plan.steps[0]
+    step = plan.steps[1]
+    git(fleet.parent, "checkout", "base", "--", "fleet")  # a step starts from the intent as the cluster runs it
     change(fleet, {"transition": step.transition})
     out = tmp_path / "rendered"
     result = gpuc("render", fleet, "-o", out)
@@ -193,7 +196,7 @@ def test_the_cli_writes_the_plan_and_every_steps_tree_and_says_what_to_commit(tm
     result = gpuc("upgrade", fleet, "--base", "base", "-o", out)
     assert result.code == 0, result.err
     assert "### Step 1 of 2: Retire the DRA driver release nvidia-dra-driver-gpu/nvidia-dra-driver-gpu" in result.out
-    assert "installed: false" in result.out and "in `clusters/c1.yaml`, set `spec.transition`" in result.out
+    assert "installed: false" in result.out and "each step but the last adds `spec.transition` to `clusters/c1.yaml`" in result.out
     written = json.loads((out / "c1" / "plan.json").read_text())
     assert written["generatedBy"] == "gpuc upgrade" and [s["step"] for s in written["clusters"][0]["steps"]] == [1, 2]
     assert yaml.safe_load((out / "c1" / "step-1" / "transition.yaml").read_text())["transition"]["draDriver"] == {"installed": False}
@@ -220,11 +223,11 @@ REFUSED: dict[str, tuple[Case, str, str]] = {
                         "spec.kubernetesVersion: Kubernetes 1.34 -> 1.36 skips a minor", 'set kubernetesVersion "1.35" first'),
     "a downgrade": (({}, [H100], {"kubernetesVersion": "1.33", "acknowledge": [{"warning": "dra-beta", "reason": "test"}]}, None,
                      [TRAIN], set()), "Kubernetes 1.34 -> 1.33 is a downgrade", 'keep kubernetesVersion "1.34"'),
-    "a GPUCluster given back to a chart that cannot hold it": (
+    "a GPUCluster given to another team's GPU Operator": (
         ({"gpuOperator": {"mode": "gpuCluster", "version": "v26.7.0"}, "draDriver": {"version": "0.5.1"}}, [H100],
-         {"gpuOperator": {"mode": "helm", "version": "v25.10.1"}}, None, [TRAIN], set()),
-        "spec.gpuOperator.version: the GPU Operator chart v25.10.1 cannot leave its ClusterPolicy out",
-        "upgrade the GPU Operator to v26.7.0 or newer first"),
+         {"gpuOperator": {"mode": "patch"}}, None, [TRAIN], set()),
+        "spec.gpuOperator.mode: the GPU Operator's GPUCluster would give way to a GPU Operator another team installs",
+        "move to gpuOperator.mode helm first"),
 }
 
 
@@ -345,3 +348,28 @@ def test_pulumi_replaces_a_renamed_driver_release_delete_first_under_its_old_nam
     assert [a.name for a in options["aliases"] if isinstance(a, pulumi.Alias)] == ["nvidia-dra-driver-gpu/nvidia-dra-driver-gpu"]
     assert options["delete_before_replace"] is True and options["replace_on_changes"] == ["name"]
     assert release_options(releases["gpu-operator"]) == {}
+
+
+def test_kubernetes_1_32_to_1_33_rewrites_the_claims_in_v1beta2_and_restarts_nothing(tmp_path: Path) -> None:
+    """v1beta1 requests have no `exactly`; the stored claim is the same object either way, so the diff calls it changed
+    (its apiVersion), not replaced, and the pods that hold the claims run on."""
+    case: Case = ({}, [H100], {"kubernetesVersion": "1.33"}, None, [TRAIN], {KUBERNETES})
+    fleet = given(tmp_path, cluster_doc("c1", kubernetes="1.32", pools=[H100]), [TRAIN])
+    change(fleet, case[2])
+    (step,) = upgrade_fleet(fleet, "base").clusters[0].steps
+    assert [(p.pod, p.fate) for p in step.pods] == [("research/train-0", "kept")] and step.disrupts == []
+    report = json.loads(gpuc("diff", fleet, "--base", "base", "--output", "json").out)
+    statuses = {o["kind"]: o["status"] for o in report["clusters"][0]["objects"]}
+    assert statuses.get("ResourceClaimTemplate") == "changed" and "replaced" not in statuses.values(), statuses
+
+
+def test_another_teams_clusterpolicy_goes_by_its_owner_before_the_gpucluster_comes(tmp_path: Path) -> None:
+    """In mode patch the ClusterPolicy is not gpuc's to delete: step 1 retires gpuc's DRA driver release and waits for the
+    owner to remove the ClusterPolicy; step 2 deploys the GPUCluster."""
+    fleet = given(tmp_path, cluster_doc("c1", driver="0.5.1", pools=[H100], gpuOperator={"mode": "patch"}), [TRAIN])
+    change(fleet, {"gpuOperator": {"mode": "gpuCluster", "version": "v26.7.0"}})
+    first, second = upgrade_fleet(fleet, "base").clusters[0].steps
+    assert first.transition is not None and "gpuOperator" not in first.transition and first.transition["draDriver"] == {"installed": False}
+    owner = [c for c in first.before if c.kind == "absent"]
+    assert [c.target["kind"] for c in owner] == ["ClusterPolicy"] and "owner has removed it" in owner[0].text
+    assert [c.kind for c in second.done][:1] == ["ready"]

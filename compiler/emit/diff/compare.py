@@ -17,6 +17,7 @@ from ...diagnostics import Diagnostic
 from ...facts.driver import kubelet_plugin_daemonset
 from ...facts.platform import gpu_operator
 from ...load.yaml_source import SourceDoc
+from ...lower.claims import name_basis
 from ...lower.graph import CompiledCluster, HelmRelease, KubeObject
 from ...place import AllocationPlan
 from ..upgrade.hazards import hazards
@@ -275,9 +276,16 @@ def _compare_operator_mode(old: CompiledCluster | None, new: CompiledCluster | N
 
 
 def _comparable(manifest: dict[str, Any]) -> dict[str, Any]:
-    """Everything but the name: a renamed object is compared on its content."""
+    """Everything but the name: a renamed object is compared on its content. A claim's spec is compared in one request
+    shape whatever resource.k8s.io version writes it: the API server stores one object, so a claim written as v1beta1
+    before an upgrade and as v1beta2 after is the same claim, updated (its apiVersion), not replaced."""
     meta = {k: v for k, v in manifest.get("metadata", {}).items() if k != "name"}
-    return {**manifest, "metadata": meta}
+    out = {**manifest, "metadata": meta}
+    if manifest.get("kind") == "ResourceClaim" and isinstance(manifest.get("spec"), dict):
+        out["spec"] = name_basis(manifest["spec"])
+    elif manifest.get("kind") == "ResourceClaimTemplate" and isinstance((manifest.get("spec") or {}).get("spec"), dict):
+        out["spec"] = {**manifest["spec"], "spec": name_basis(manifest["spec"]["spec"])}
+    return out
 
 
 def _compare_releases(old: CompiledCluster | None, new: CompiledCluster | None, out: ClusterDiff) -> None:

@@ -38,8 +38,9 @@ def hazards(before: Shape, after: Shape, busy: dict[str, tuple[str, ...]] | None
         out.append(Hazard(KUBERNETES, f"Kubernetes {before.kubernetes} -> {after.kubernetes}: the tree of {after.kubernetes} "
                                       f"(resource.k8s.io as {after.api_version}) needs the control plane upgraded first",
                           ("spec", "kubernetesVersion")))
-    if before.operator and after.operator and before.operator != after.operator:
-        out.append(Hazard(OPERATOR_SWAP, f"the GPU Operator's {before.operator} becomes a {after.operator}: the operator "
+    policies = (_policy(before), _policy(after))
+    if all(policies) and policies[0] != policies[1]:
+        out.append(Hazard(OPERATOR_SWAP, f"the GPU Operator's {policies[0]} becomes a {policies[1]}: the operator "
                                          "refuses one while the other exists, and its operands change hands",
                           ("spec", "gpuOperator", "mode")))
     old, new = before.driver, after.driver
@@ -70,6 +71,14 @@ def hazards(before: Shape, after: Shape, busy: dict[str, tuple[str, ...]] | None
                                         "there: the MIG Manager repartitions each GPU, and the devices those pods hold are gone",
                           after.pools[relayout[0]].path + ("mig",), tuple(relayout)))
     return out
+
+
+def _policy(shape: Shape) -> str:
+    """The kind of the GPU Operator's custom resource on the cluster, gpuc's or not: a patched ClusterPolicy is another
+    team's, and it still cannot coexist with a GPUCluster."""
+    if shape.operator_mode == "patch":
+        return "ClusterPolicy"
+    return shape.operator
 
 
 def _kind(publisher: str) -> str:

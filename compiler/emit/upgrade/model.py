@@ -19,6 +19,7 @@ class Check:
     - no-gpu-pods: no pod on {nodes} holds a GPU (nvidia.com/gpu, or an allocated ResourceClaim)
     - allocatable: every node of {nodes} advertises {resource}: {count}
     - node-label: every node of {nodes} carries {label}: {value}
+    - node-labels: every node of {nodes} carries {labels} (a null value: the label is absent)
     - server-version: the API server reports Kubernetes {minor}
     - ready: the custom resource {apiVersion, kind, name} reports status.state {state}
     - cordoned / uncordoned: the nodes of {nodes} are unschedulable (or schedulable again); a step's own action
@@ -52,7 +53,10 @@ class PodFate:
 class Step:
     number: int
     title: str
-    transition: dict[str, Any] | None  # spec.transition of the step, as written in the Cluster intent; None: the intent as is
+    transition: dict[str, Any] | None  # spec.transition of the step, as written in the Cluster intent; None: the change itself
+    # the Cluster fields the step sets on the intent as it runs (the base), dotted paths under the document: a step
+    # is the base plus these plus its transition; the last step (transition None) is the change itself
+    intent: dict[str, Any] = field(default_factory=dict)
     before: list[Check] = field(default_factory=list)  # what must be true before the step is committed
     disrupts: list[str] = field(default_factory=list)  # what the step takes away, and until when
     done: list[Check] = field(default_factory=list)  # what says the step has finished
@@ -60,9 +64,12 @@ class Step:
     pods: list[PodFate] = field(default_factory=list)  # gpuc's pods after the step, by fate
     changes: list[str] = field(default_factory=list)  # the objects the step changes (gpuc diff's lines)
     warnings: list[str] = field(default_factory=list)
+    # hazards between the previous step and this one that its preconditions answer (the control plane upgraded first,
+    # the pool drained first, a ClusterPolicy removed by its owner first): every other hazard the plan must have held back
+    answers: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        return {"step": self.number, "title": self.title, "transition": self.transition,
+        return {"step": self.number, "title": self.title, "intent": self.intent, "transition": self.transition,
                 "before": [c.as_dict() for c in self.before], "disrupts": self.disrupts, "done": [c.as_dict() for c in self.done],
                 "pods": [p.as_dict() for p in self.pods], "changes": self.changes, "files": sorted(self.files),
                 "warnings": self.warnings}

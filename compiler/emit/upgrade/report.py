@@ -27,9 +27,9 @@ def _indented(text: str, pad: str = "  ") -> str:
 def _pods(step: Step) -> list[str]:
     by_fate: dict[str, list[str]] = {}
     for p in step.pods:
-        by_fate.setdefault(p.fate, []).append(p.pod + (f" ({p.why})" if p.why and p.fate != "kept" else ""))
+        by_fate.setdefault(p.fate, []).append(p.pod + (f" ({p.why})" if p.why and p.fate == "restarted" else ""))
     out = []
-    for fate, label in (("kept", "keep running"), ("restarted", "restart"), ("waiting", "wait (Pending)"), ("placed", "start")):
+    for fate, label in (("kept", "keep running"), ("restarted", "restart"), ("waiting", "wait, Pending (plan.json says why)"), ("placed", "start")):
         pods = by_fate.get(fate, [])
         if pods:
             shown = ", ".join(pods[:MAX_PODS]) + (f" and {len(pods) - MAX_PODS} more" if len(pods) > MAX_PODS else "")
@@ -40,15 +40,27 @@ def _pods(step: Step) -> list[str]:
 def cluster_markdown(plan: ClusterPlan, fleet: str, cluster_file: str) -> str:
     if not plan.staged:
         return f"## {plan.cluster}\n\nThe change from `{plan.base}` is safe as one commit: render it and merge it.\n"
-    lines = [f"## {plan.cluster}: {len(plan.steps)} step(s)", "",
+    lines = [f"## {plan.cluster}: {len(plan.steps)} step{'s' if len(plan.steps) > 1 else ''}", "",
              f"The change from `{plan.base}` cannot be applied as one commit:", ""]
     lines += [f"- {why}" for why in plan.why]
-    lines += ["", f"Commit the steps in order, one pull request each: in `{cluster_file}`, set `spec.transition` as the step "
-              f"says, run `gpuc render {fleet} -o rendered`, merge, and wait until every check under *done when* holds "
-              f"before the next step. The rendered tree of each step is in `step-N/rendered/` beside this file.", ""]
+    if len(plan.steps) == 1:
+        lines += ["", "It is one commit, but one to merge only once every check under *before committing it* holds; render it with "
+                  f"`gpuc render {fleet} -o rendered` and wait until every check under *done when* holds.", ""]
+    else:
+        lines += ["", f"Commit the steps in order, one pull request each, starting from the fleet as the cluster runs it (`{plan.base}`): "
+                  f"each step but the last adds `spec.transition` to `{cluster_file}` (and sets the fields it names); the last "
+                  f"step is the change itself, without `spec.transition`. Render each with `gpuc render {fleet} -o rendered`, "
+                  "merge it, and wait until every check under *done when* holds before the next. The rendered tree of each step "
+                  "is in `step-N/rendered/` beside this file.", ""]
     for step in plan.steps:
         lines += [f"### Step {step.number} of {len(plan.steps)}: {step.title}", ""]
-        lines += ["Under `spec:` of the Cluster:", "", FENCE + "yaml", transition_block(step).rstrip("\n"), FENCE, ""]
+        if step.transition is None:
+            lines += ["Commit the change itself (the intents as you want them), with no `spec.transition`.", ""]
+        else:
+            if step.intent:
+                lines += ["Set in the Cluster intent as it runs now:", ""] + [f"- `{k}: {v}`" for k, v in step.intent.items()] + [""]
+            lines += ["Add under `spec:` of the Cluster intent as it runs now:", "", FENCE + "yaml", transition_block(step).rstrip("\n"),
+                      FENCE, ""]
         if step.before:
             lines += ["Before committing it:", ""] + [f"- [ ] {c.text}" for c in step.before] + [""]
         lines += ["What it disrupts:", ""] + ([f"- {d}" for d in step.disrupts] or ["- nothing: no running pod loses its GPUs"]) + [""]

@@ -45,6 +45,7 @@ class Shape:
     driver: DriverRelease | None  # the standalone release, when there is one
     driver_by_operator: bool  # the GPU Operator's GPUCluster installs the driver
     operator: str  # the GPU Operator's custom resource gpuc deploys: ClusterPolicy | GPUCluster | "" (none, or not gpuc's)
+    operator_mode: str  # gpuOperator.mode: helm | patch (a ClusterPolicy another team owns, gpuc patches it) | gpuCluster | none
     operator_version: str
     operator_namespace: str
     pools: dict[str, PoolShape]
@@ -95,7 +96,7 @@ def shape_of(compiled: CompiledCluster) -> Shape:
         operator = "GPUCluster"
     pools = {p.name: PoolShape(p.name, p.allocation, _mig(p), tuple(node_names(p)), p.spec.gpu.count, p.path) for p in cluster.pools}
     return Shape(cluster.name, cluster.api.kubernetes, cluster.api.api_version, _driver(compiled, driver),
-                 mode == "gpuCluster" and cluster.operator_resource and cluster.driver_installed, operator,
+                 mode == "gpuCluster" and cluster.operator_resource and cluster.driver_installed, operator, mode,
                  spec.gpu_operator.version or "", spec.gpu_operator.namespace, pools,
                  spec.gitops.namespace if spec.gitops else "")
 

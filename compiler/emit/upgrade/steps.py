@@ -1,5 +1,6 @@
-"""The steps of a change that one commit cannot take: each is the head intent with a `spec.transition` that holds
-something back (the last one holds nothing), with what must be true before it, what it disrupts and how to tell it
+"""The steps of a change that one commit cannot take. Each step but the last is the intent as the cluster runs it (the
+base) with a `spec.transition` that holds something back, and the few fields the step must already set; the last
+step is the change itself. Every step comes with what must be true before it, what it disrupts and how to tell it
 finished. One kind of hazard per plan: a change that is two of them is two pull requests, each planned on its own.
 """
 
@@ -8,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...facts.platform import gpu_operator, version_tuple
+from ...facts.platform import gpu_operator
 from .hazards import KUBERNETES, MIG_RELAYOUT, OPERATOR_SWAP, POOL_HANDOVER, RELEASE_SWAP, Hazard
 from .model import Check, Step
 from .shape import DriverRelease, Shape
@@ -53,7 +54,7 @@ def _change(hazard: Hazard, before: Shape, after: Shape) -> str:
     if hazard.kind == POOL_HANDOVER:
         return "pools " + ", ".join(f"{p} {before.pools[p].allocation} -> {after.pools[p].allocation}" for p in hazard.pools)
     if hazard.kind == OPERATOR_SWAP:
-        return f"GPU Operator {before.operator} -> {after.operator}"
+        return f"GPU Operator {before.operator or 'ClusterPolicy'} -> {after.operator}"
     return hazard.kind
 
 
@@ -156,7 +157,7 @@ def _pool_handover(before: Shape, after: Shape, hazard: Hazard, busy: dict[str, 
     handed = [p for p in after.pools if p in hazard.pools]
     steps: list[Step] = []
     for i, name in enumerate(handed):
-        later = {p: {"allocation": before.pools[p].allocation} for p in handed[i + 1:]}
+        done_pools = {p: {"allocation": after.pools[p].allocation} for p in handed[:i]}
         nodes = list(after.pools[name].nodes)
         what = f"the nodes of pool {name}"
         source, target = before.pools[name].allocation, after.pools[name].allocation
@@ -168,7 +169,7 @@ def _pool_handover(before: Shape, after: Shape, hazard: Hazard, busy: dict[str, 
             off.append(Check(f"no ResourceSlice of {GPU_DRIVER} is left on {what}", "no-slices", {"driver": GPU_DRIVER, "nodes": nodes}))
         pods = busy.get(name, ())
         steps.append(Step(0, f"Take pool {name} off the {'device plugin' if source == 'devicePlugin' else 'DRA driver'}",
-                          {"nodePools": {name: {"allocation": "none"}, **later}},
+                          {"nodePools": {**done_pools, name: {"allocation": "none"}}},
                           before=[_cordoned(nodes, what)],
                           disrupts=[f"pool {name}'s GPUs serve nobody from this step until the next is done: its pods are drained "
                                     f"and restart on other pools or wait{': ' + ', '.join(pods) if pods else ''}"],
@@ -182,45 +183,49 @@ def _pool_handover(before: Shape, after: Shape, hazard: Hazard, busy: dict[str, 
             on = [Check(f"{what} advertise nvidia.com/gpu: {count}", "allocatable",
                         {"nodes": nodes, "resource": "nvidia.com/gpu", "count": count})]
         steps.append(Step(0, f"Hand pool {name} to the {'DRA driver' if target == 'dra' else 'device plugin'}",
-                          {"nodePools": later} if later else None,
+                          {"nodePools": {**done_pools, name: {"allocation": target}}} if i + 1 < len(handed) else None,
                           before=[Check(f"step {2 * i + 1}'s checks hold: nothing holds pool {name}'s GPUs", "previous")],
                           done=[*on, _uncordoned(nodes, what), *_rendered_synced(after)]))
     return steps
 
 
 def _operator_swap(before: Shape, after: Shape, hazard: Hazard, busy: dict[str, tuple[str, ...]]) -> list[Step]:
-    facts = gpu_operator()
-    since = facts["clusterPolicyDeployCRSince"]
-    if version_tuple(after.operator_version or "v0") < version_tuple(since):
-        raise CannotStage(("spec", "gpuOperator", "version"),
-                          f"the GPU Operator chart {after.operator_version} cannot leave its {after.operator} out (the "
-                          f"clusterPolicy.deployCR and gpuCluster.deployCR values arrived in {since}), so no step can hold it "
-                          f"back while the {before.operator} goes",
-                          f"upgrade the GPU Operator to {since} or newer first (its own pull request), then change the mode")
+    if after.operator_mode in ("patch", "none"):
+        raise CannotStage(("spec", "gpuOperator", "mode"),
+                          f"the GPU Operator's GPUCluster would give way to a GPU Operator another team installs (mode "
+                          f"{after.operator_mode}): gpuc can take its own install down, not time somebody else's",
+                          "move to gpuOperator.mode helm first (its own `gpuc upgrade`), then hand the install over")
     gpu_nodes = [n for p in before.pools.values() for n in p.nodes]
-    held: dict[str, Any] = {"gpuOperator": {"customResource": "none"}}
-    if after.driver is not None:
+    ours = before.operator_mode != "patch"  # a patched ClusterPolicy is its owner's to remove
+    held: dict[str, Any] = {"gpuOperator": {"customResource": "none"}} if ours else {}
+    if before.driver is not None:  # the release the GPUCluster's driver replaces goes with the ClusterPolicy
         held["draDriver"] = {"installed": False}
-    gone = [Check(f"the {before.operator} is gone", "absent", _operator_object(before))]
+    policy = "ClusterPolicy" if before.operator_mode == "patch" else before.operator
+    owner = [] if ours else [Check(
+        "the ClusterPolicy's owner has removed it, with the GPU Operator install it belongs to (gpuc only patched it): "
+        "`kubectl get clusterpolicies` lists none", "absent", _operator_object(before, policy))]
+    gone = [Check(f"the {policy} is gone", "absent", _operator_object(before, policy))] if ours else []
     if before.driver is not None:
         gone += _driver_gone(before, before.driver)
     pods = sorted({p for v in busy.values() for p in v})
-    first = Step(0, f"Remove the GPU Operator's {before.operator}", held,
-                 before=[_cordoned(gpu_nodes, "the GPU nodes"), _no_gpu_pods(gpu_nodes, "any GPU node")],
+    first = Step(0, f"Remove the GPU Operator's {policy}", held,
+                 intent={"spec.gpuOperator.version": after.operator_version}
+                 if ours and after.operator_version != before.operator_version else {},
+                 before=[_cordoned(gpu_nodes, "the GPU nodes"), _no_gpu_pods(gpu_nodes, "any GPU node"), *owner],
                  disrupts=["every GPU of the cluster, from this step until the next is done: NVIDIA documents the move between a "
                            "ClusterPolicy and a GPUCluster as for new clusters only, so the operands are removed and installed "
                            f"again{': the drained pods are ' + ', '.join(pods) if pods else ''}"],
                  done=gone)
-    ready = [Check(f"the {after.operator} reports ready", "ready", {**_operator_object(after), "state": "ready"})]
-    second = Step(0, f"Deploy the GPU Operator's {after.operator}", None,
+    ready = [Check(f"the {after.operator} reports ready", "ready", {**_operator_object(after, after.operator), "state": "ready"})]
+    second = Step(0, f"Deploy the GPU Operator's {after.operator}", None, answers=() if ours else (OPERATOR_SWAP,),
                   before=[Check("step 1's checks hold", "previous")],
                   done=[*ready, *_driver_up(after, _dra_nodes(after)), _uncordoned(gpu_nodes, "the GPU nodes"), *_rendered_synced(after)])
     return [first, second]
 
 
-def _operator_object(shape: Shape) -> dict[str, Any]:
+def _operator_object(shape: Shape, kind: str) -> dict[str, Any]:
     facts = gpu_operator()
-    if shape.operator == "GPUCluster":
+    if kind == "GPUCluster":
         return {"apiVersion": "nvidia.com/v1alpha1", "kind": "GPUCluster", "name": facts["gpuCluster"]["name"]}
     return {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "name": facts["clusterPolicyName"]}
 
@@ -238,7 +243,7 @@ def _kubernetes(before: Shape, after: Shape, hazard: Hazard, busy: dict[str, tup
         f"; it keeps serving {before.api_version} (the version the running tree is written in) until this step is synced: "
         f"where {before.api_version} is a beta API the new minor serves only on request, start it with "
         f"--runtime-config={before.api_version}=true until then")
-    return [Step(0, f"Write the tree for Kubernetes {after.kubernetes}", None,
+    return [Step(0, f"Write the tree for Kubernetes {after.kubernetes}", None, answers=(KUBERNETES,),
                  before=[Check(f"the control plane runs Kubernetes {after.kubernetes} (`kubectl version`){keep}", "server-version",
                                {"minor": after.kubernetes}),
                          Check("the kubelets follow the control plane (they may lag it, never lead it): upgrade them after it",
@@ -265,7 +270,7 @@ def _mig_relayout(before: Shape, after: Shape, hazard: Hazard, busy: dict[str, t
     nodes = [n for p in hazard.pools for n in after.pools[p].nodes]
     what = f"the nodes of pool(s) {', '.join(hazard.pools)}"
     pods = sorted({p for name in hazard.pools for p in busy.get(name, ())})
-    return [Step(0, f"Repartition pool(s) {', '.join(hazard.pools)}", None,
+    return [Step(0, f"Repartition pool(s) {', '.join(hazard.pools)}", None, answers=(MIG_RELAYOUT,),
                  before=[_cordoned(nodes, what), _no_gpu_pods(nodes, what)],
                  disrupts=[f"the MIG devices of pool(s) {', '.join(hazard.pools)} until the MIG Manager has applied the new layout; "
                            f"the pods drained from them restart on the new layout or elsewhere: {', '.join(pods)}"],
