@@ -160,8 +160,8 @@ def test_a_repartitioned_pool_restarts_the_pods_that_held_its_mig_devices(tmp_pa
     assert [c.kind for c in step.before] == ["cordoned", "no-gpu-pods"]
     # the kubelet plugin publishes the MIG devices it found at start-up: restarted once the layout is applied, before
     # the slices count as published (tests/real/test_real_transitions.py saw the old layout's devices published without)
-    assert [c.kind for c in step.done] == ["node-label", "restarted", "slices", "uncordoned", "application"]
-    assert step.done[1].target == {"namespace": "nvidia-dra-driver-gpu", "daemonSet": "nvidia-dra-driver-gpu-kubelet-plugin",
+    assert [c.kind for c in step.done] == ["node-labels", "node-label", "restarted", "slices", "uncordoned", "application"]
+    assert step.done[2].target == {"namespace": "nvidia-dra-driver-gpu", "daemonSet": "nvidia-dra-driver-gpu-kubelet-plugin",
                                    "nodes": ["a100-0", "a100-1"]}
 
 
