@@ -1,0 +1,229 @@
+"""Every kind of change `gpuc upgrade` stages, driven through the real GitOps path step by step.
+
+Each test syncs a small base cluster through the real Argo CD (its application controller, repo server with the real
+Helm and kustomize, and redis; the app-of-apps under rendered/<cluster>/argocd, the real charts from
+../shared/upstream/charts) into a real API server with the real scheduler, resource-claim controller, garbage
+collector and workload controllers; creates the pods of gpuc's claims-only workloads as a user's Deployment would
+and waits until the real scheduler bound them with their claims allocated; then makes the change, runs the
+`gpuc upgrade` CLI, and commits each step of plan.json in order (spec.transition set in the cluster intent as the
+step says, `gpuc render`, git commit; the rendered tree must be the plan's step-N/rendered byte for byte), checking
+the step's `before` checks first and waiting for its `done` checks after, against the live cluster
+(tests/real/transitions.py Checks: the cordons, drains and uncordons, the control-plane upgrade and the kubelet
+plugin restart the plan asks of the user, the test does). After each step: every pod the step keeps is the same pod
+(UID) on the same node with the same claims allocated; pods a step restarts are created again by the test, as their
+controller would. Over the whole run, watches of DaemonSets, ResourceSlices and Nodes are replayed event by event:
+the old driver release's kubelet-plugin DaemonSet is gone before the new one's exists, no node ever has two
+publishers of gpu.nvidia.com slices, and no node is served by the device plugin and DRA at once. At the end, what
+Argo CD manages is the head's rendered tree: the head's Applications and no other, the tree's Application managing
+exactly the rendered objects and each chart's Application exactly what its chart renders with the head's values
+(helm template, as Argo CD's repo server runs it), all Synced.
+
+What the harness plays, and how:
+- kubelets (harness/kubelet.py): a bound pod is reported Running; a pod the API server marks deleted on a node is
+  deleted for good at once, as a kubelet does once its containers stopped (so the garbage collector's foreground
+  deletion of a DaemonSet, which Argo CD's resources finalizer uses, finishes).
+- the DRA driver's kubelet plugin (harness/dra_plugin.py): for each Running pod of a driver release's kubelet-plugin
+  DaemonSet (`<name>-kubelet-plugin` in the release's namespace), the ResourceSlices `gpuc inventory` synthesizes for
+  that node (the node names are gpuc's: the pools list them as nodeNames), published once as the pod starts and
+  marked with the pod; wiped when the pod stops, as kubelet wipes an unregistered plugin's slices. No GPU exists: the
+  devices are gpuc's model of the hardware, with the attributes of the publishing release's driver line.
+- the GPU Operator's device plugin (harness/device_plugin.py): a node's allocatable nvidia.com/gpu is its GPU count
+  where the operator would run the device plugin (a ClusterPolicy with devicePlugin.enabled, GFD's
+  nvidia.com/gpu.present, no nvidia.com/gpu.deploy.device-plugin=false: the label gpuc sets), else 0.
+- Node Feature Discovery and GPU Feature Discovery: the test registers the GPU nodes with their labels.
+- the GPU Operator's MIG Manager (harness/mig_manager.py): applies a node's nvidia.com/mig.config once no pod holds a
+  GPU there, and reports it in nvidia.com/mig.config.state.
+No NVIDIA image runs; the GPU Operator and DRA driver controllers do not run (their Deployments' pods are reported
+Running); the DRA driver 0.5.1 chart is rendered from the 0.5.0-dev chart (no 0.5 tag exists).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+
+from conftest import cluster_doc, workload_doc, write_fleet
+from real.transitions import (
+    GPU,
+    MIG_CONFIG,
+    Checks,
+    Obj,
+    Transition,
+    allocated_devices,
+    both_plugins,
+    double_publishers,
+    edit_spec,
+    first,
+    plugin_daemonsets,
+    server_minor,
+)
+
+H100 = {"name": "h100", "nodes": 1, "gpu": {"model": "H100-80GB", "count": 2}, "nodeNames": ["h100-0"]}
+A100_DEVICE_PLUGIN = {"name": "a100", "nodes": 1, "gpu": {"model": "A100-80GB", "count": 2}, "nodeNames": ["a100-0"],
+                      "allocation": "devicePlugin"}
+A100_MIG = {"name": "a100", "nodes": 1, "gpu": {"model": "A100-80GB", "count": 1}, "nodeNames": ["a100-0"],
+            "mig": {"layout": "all-balanced"}}
+ON_H100 = {"require": {"productName": "NVIDIA H100 80GB HBM3"}}
+ON_A100 = {"require": {"productName": "NVIDIA A100-SXM4-80GB"}}
+NO_OPERATOR = {"gpuOperator": {"mode": "none"}, "acknowledge": [{"warning": "device-plugin-off", "reason": "no GPU Operator here"}]}
+TRAIN = workload_doc("train", "research", gpu={"count": 1, **ON_H100})
+
+
+def given(tmp_path: Path, pools: list[Obj], workloads: list[Obj], **spec: Obj) -> Path:
+    doc = cluster_doc("c1", pools=pools, **spec)
+    doc["spec"].pop("nimOperator")  # not part of any transition here: one chart less to sync
+    return write_fleet(tmp_path / "given", [doc], {"w.yaml": workloads})
+
+
+def spec_change(edit: Callable[[Obj], None]) -> Callable[[Path], None]:
+    return lambda fleet: edit_spec(fleet, edit)
+
+
+def drive(t: Transition, change: Callable[[Path], None], tmp_path: Path, kinds: list[str]) -> list[Obj]:
+    """The change made in the fleet, `gpuc upgrade` run on it, and each step committed, synced and checked in order;
+    the plan's steps."""
+    change(t.run.fleet)
+    plan = t.upgrade(tmp_path / "upgrade")
+    assert plan["kinds"] == kinds and plan["staged"], plan["why"]
+    steps: list[Obj] = plan["steps"]
+    previous: list[Obj] = []
+    revision = t.base
+    for step in steps:
+        checks = Checks(t)
+        checks.hold(step["before"], revision, previous)
+        revision = t.commit_step(step, tmp_path / "upgrade")
+        checks.hold(step["done"], revision)
+        t.wait_synced(revision)
+        t.assert_kept(step)
+        restarted = {f["pod"] for f in step["pods"] if f["fate"] == "restarted"}
+        assert set(checks.drained) & set(t.running) <= restarted, f"step {step['step']} took down pods it does not restart"
+        t.assert_still_running(exclude=set(checks.drained))  # no running pod loses its allocation unless restarted
+        t.follow(step, checks.drained)
+        previous = step["done"]
+    return steps
+
+
+def test_a_driver_line_change_retires_the_old_kubelet_plugin_before_the_new_one_starts(tmp_path: Path) -> None:
+    """25.12 -> 0.5: the chart and the release are renamed (nvidia-dra-driver-gpu -> dra-driver-nvidia-gpu). Step 1
+    removes the old release's Application, whose resources finalizer deletes its DaemonSet (the plugin pods go, and
+    with them their slices) while running pods keep their GPUs; step 2 installs the new release, whose plugin
+    publishes the node's devices again. The pod with its own claim and the two sharing one claim run through both."""
+    workloads = [TRAIN, workload_doc("notebooks", "research", replicas=2, gpu={"count": 1, "sharing": "TimeSlicing", **ON_H100})]
+    change = spec_change(lambda spec: spec["draDriver"].update(version="0.5.1"))
+    with Transition.start(tmp_path / "run", given(tmp_path, [H100], workloads, **NO_OPERATOR), change,
+                          gpu_nodes={"h100-0": 2}) as t:
+        t.sync_base()
+        t.start_pods()
+        steps = drive(t, change, tmp_path, ["driver-release"])
+        assert [s["title"] for s in steps] == ["Retire the DRA driver release nvidia-dra-driver-gpu/nvidia-dra-driver-gpu",
+                                               "Install nvidia-dra-driver-gpu/dra-driver-nvidia-gpu"]
+
+        old, new = ("nvidia-dra-driver-gpu", "nvidia-dra-driver-gpu-kubelet-plugin"), \
+                   ("nvidia-dra-driver-gpu", "dra-driver-nvidia-gpu-kubelet-plugin")
+        assert t.plugins == {old, new}
+        assert double_publishers(t) == []
+        seen = plugin_daemonsets(t)
+        events = [e for e, _ in seen if e is not None]
+        deleted, created = first(events, "DELETED", old), first(events, "ADDED", new)
+        assert deleted is not None and created is not None and deleted < created, [(e.type, e.key) for e in events]
+        assert all(len(live) <= 1 for _, live in seen), [(e and (e.type, e.key), live) for e, live in seen]
+        assert [(p.what, p.pod.rsplit("-", 1)[0]) for p in t.publisher.log] == [
+            ("published", "nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin"),
+            ("wiped", "nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin"),
+            ("published", "nvidia-dra-driver-gpu/dra-driver-nvidia-gpu-kubelet-plugin")]
+
+        t.assert_manages_the_head(removed_apps={"c1-nvidia-dra-driver-gpu"})
+        assert "transition" not in yaml.safe_load(t.cluster_file.read_text())["spec"]
+
+
+def test_a_pool_moves_from_the_device_plugin_to_dra_while_a_dra_pool_runs_on(tmp_path: Path) -> None:
+    """Pool a100 from the GPU Operator's device plugin to DRA, with a pod on the h100 DRA pool running throughout and
+    a device-plugin pod on a100 (nvidia.com/gpu: 1). Step 1 takes a100 from the device plugin (gpuc's
+    nvidia.com/gpu.deploy.device-plugin=false; the ClusterPolicy's device plugin off) and the test drains it as the
+    plan asks; step 2 (the change itself, with a new workload on A100s) labels it for the DRA kubelet plugin, whose
+    slices then serve it: the new workload's pod is bound there. No node ever advertises nvidia.com/gpu while DRA
+    publishes its devices."""
+    def change(fleet: Path) -> None:
+        edit_spec(fleet, lambda spec: spec["nodePools"][1].update(allocation="dra"))
+        (fleet / "workloads" / "w.yaml").write_text(yaml.safe_dump_all(
+            [TRAIN, workload_doc("infer", "research", gpu={"count": 1, **ON_A100})], sort_keys=False))
+
+    with Transition.start(tmp_path / "run", given(tmp_path, [H100, A100_DEVICE_PLUGIN], [TRAIN]), change,
+                          gpu_nodes={"h100-0": 2, "a100-0": 2}, device_plugin=True) as t:
+        t.sync_base()
+        t.start_pods()
+        t.kube.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "legacy", "namespace": "research"},
+                       "spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
+                                                "resources": {"limits": {GPU: "1"}}}], "terminationGracePeriodSeconds": 5}})
+        legacy = t.wait_running("research/legacy")
+        assert legacy.node == "a100-0" and t.running["research/train-0"].node == "h100-0"
+
+        steps = drive(t, change, tmp_path, ["pool-allocation"])
+        assert [s["transition"] and s["transition"]["nodePools"] for s in steps] == [{"a100": {"allocation": "none"}}, None]
+        assert {f["pod"]: f["fate"] for f in steps[0]["pods"]} == {"research/train-0": "kept"}  # the base, a100 held back
+        assert {f["pod"]: f["fate"] for f in steps[1]["pods"]} == {"research/train-0": "kept", "research/infer-0": "placed"}
+
+        assert t.kube.get("v1", "Pod", "legacy", "research") is None  # drained in step 1, as the plan said
+        assert t.running["research/infer-0"].node == "a100-0"
+        assert {p for p, _ in allocated_devices(t.kube, "research/infer-0")} == {"a100-0"}
+        assert both_plugins(t, since=t.synced_at) == []
+        assert double_publishers(t) == []
+        assert t.device_plugin is not None and ("a100-0", "0") in t.device_plugin.changes
+        t.assert_manages_the_head(removed_apps=set())
+
+
+def test_a_mig_layout_changes_under_a_running_notebook(tmp_path: Path) -> None:
+    """Pool a100's MIG layout all-balanced -> all-1g.10gb while a notebook holds a 1g.10gb device. The plan drains the
+    pool first (the MIG Manager cannot repartition a GPU a pod holds), and once the MIG Manager reports the new layout
+    applied, the DRA kubelet plugin must publish it: the devices published are the new layout's, and the restarted
+    notebook holds one of them."""
+    notebook = workload_doc("nb", "research", gpu={"mig": {"slices": [{"profile": "1g.10gb", "count": 1}]}})
+    change = spec_change(lambda spec: spec["nodePools"][0].update(mig={"layout": "all-1g.10gb"}))
+    with Transition.start(tmp_path / "run", given(tmp_path, [A100_MIG], [notebook]), change, gpu_nodes={"a100-0": 1},
+                          node_labels={"a100-0": {MIG_CONFIG: "all-balanced", "nvidia.com/mig.config.state": "success"}},
+                          mig_manager=True) as t:
+        t.sync_base()
+        t.start_pods()
+        before = allocated_devices(t.kube, "research/nb-0")
+        steps = drive(t, change, tmp_path, ["mig-layout"])
+        (step,) = steps
+        assert {f["pod"]: f["fate"] for f in step["pods"]} == {"research/nb-0": "restarted"}
+
+        plugin = next(iter(t.plugins))
+        published = {d["name"] for s in t.kube.items("resource.k8s.io/v1", "ResourceSlice")
+                     if s["spec"]["nodeName"] == "a100-0" for d in s["spec"]["devices"]}
+        assert published == t.catalog.layout(plugin, "a100-0", "all-1g.10gb"), "the plugin publishes another layout than the GPU has"
+        after = allocated_devices(t.kube, "research/nb-0")
+        assert {d for _, d in after} <= published and after != before
+        assert t.catalog.mig is not None and [(n, state, c) for _, n, state, c in t.catalog.mig.log] == [
+            ("a100-0", "pending", "all-1g.10gb"), ("a100-0", "success", "all-1g.10gb")]  # never with the notebook running
+        assert double_publishers(t) == []
+        t.assert_manages_the_head(removed_apps=set())
+
+
+def test_a_kubernetes_minor_upgrade_keeps_every_claim_and_pod(tmp_path: Path) -> None:
+    """Kubernetes 1.34 -> 1.35: the plan's one step needs the control plane upgraded first, which the test does as a
+    user would: the API server, scheduler and controllers restarted at 1.35 on the same etcd. The pod runs on with its
+    claim (same UIDs) through the upgrade and the 1.35 tree's sync.
+
+    Not 1.33 -> 1.34, the minor where the served resource.k8s.io version changes (v1beta2 -> v1): the harness builds
+    kube-scheduler and kube-controller-manager only at 1.37 (versions.env KUBE_SCHEDULER_RELEASE), which emulate
+    back to 1.34 and refuse 1.33 ("emulation version 1.33 is not between [1.34, 1.37.0]"), so no 1.33 cluster here
+    has a scheduler, a garbage collector or the DaemonSet controller a synced cluster needs."""
+    change = spec_change(lambda spec: spec.update(kubernetesVersion="1.35"))
+    with Transition.start(tmp_path / "run", given(tmp_path, [H100], [TRAIN], **NO_OPERATOR), change,
+                          gpu_nodes={"h100-0": 2}) as t:
+        t.sync_base()
+        t.start_pods()
+        assert server_minor(t.run.cp) == "1.34"
+        steps = drive(t, change, tmp_path, ["kubernetes-minor"])
+        (step,) = steps
+        assert [c["kind"] for c in step["before"]] == ["server-version", "manual"]
+        assert server_minor(t.run.cp) == "1.35" and t.manual == [step["before"][1]["text"]]
+        served = json.loads(t.run.cp.get("/apis/resource.k8s.io")[1])["preferredVersion"]["version"]
+        assert served == "v1" and {f["pod"]: f["fate"] for f in step["pods"]} == {"research/train-0": "kept"}
+        assert double_publishers(t) == []
+        t.assert_manages_the_head(removed_apps=set())
