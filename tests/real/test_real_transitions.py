@@ -43,14 +43,18 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import yaml
+from pulumi.automation.errors import CommandError
 
 from conftest import cluster_doc, workload_doc, write_fleet
 from real.transitions import (
     GPU,
     MIG_CONFIG,
     Checks,
+    Live,
     Obj,
+    StackTransition,
     Transition,
     allocated_devices,
     both_plugins,
@@ -82,10 +86,10 @@ def spec_change(edit: Callable[[Obj], None]) -> Callable[[Path], None]:
     return lambda fleet: edit_spec(fleet, edit)
 
 
-def drive(t: Transition, change: Callable[[Path], None], tmp_path: Path, kinds: list[str]) -> list[Obj]:
-    """The change made in the fleet, `gpuc upgrade` run on it, and each step committed, synced and checked in order;
-    the plan's steps."""
-    change(t.run.fleet)
+def drive(t: Live, change: Callable[[Path], None], tmp_path: Path, kinds: list[str]) -> list[Obj]:
+    """The change made in the fleet, `gpuc upgrade` run on it, and each step committed and deployed (synced by Argo CD,
+    or `pulumi up` of the stack) and checked in order; the plan's steps."""
+    change(t.fleet)
     plan = t.upgrade(tmp_path / "upgrade")
     assert plan["kinds"] == kinds and plan["staged"], plan["why"]
     steps: list[Obj] = plan["steps"]
@@ -94,9 +98,16 @@ def drive(t: Transition, change: Callable[[Path], None], tmp_path: Path, kinds: 
     for step in steps:
         checks = Checks(t)
         checks.hold(step["before"], revision, previous)
-        revision = t.commit_step(step, tmp_path / "upgrade")
-        checks.hold(step["done"], revision)
-        t.wait_synced(revision)
+        if isinstance(t, Transition):
+            revision = t.commit_step(step, tmp_path / "upgrade")
+            checks.hold(step["done"], revision)
+            t.wait_synced(revision)
+        else:
+            assert isinstance(t, StackTransition)
+            t.write_step(step)
+            revision = t.repo.commit(f"step {step['step']}: {step['title']}")
+            t.up()
+            checks.hold(step["done"], revision)
         t.assert_kept(step)
         restarted = {f["pod"] for f in step["pods"] if f["fate"] == "restarted"}
         assert set(checks.drained) & set(t.running) <= restarted, f"step {step['step']} took down pods it does not restart"
@@ -227,3 +238,104 @@ def test_a_kubernetes_minor_upgrade_keeps_every_claim_and_pod(tmp_path: Path) ->
         assert served == "v1" and {f["pod"]: f["fate"] for f in step["pods"]} == {"research/train-0": "kept"}
         assert double_publishers(t) == []
         t.assert_manages_the_head(removed_apps=set())
+
+
+
+# -- the same changes under `pulumi up` ----------------------------------------------------------------------------------
+
+def slices_published(t: Live, nodes: list[str]) -> None:
+    Checks(t).hold([{"kind": "slices", "target": {"driver": "gpu.nvidia.com", "nodes": nodes},
+                     "text": f"ResourceSlices of gpu.nvidia.com are published for each of {nodes}"}], "")
+
+
+def swap_in_one_update(t: StackTransition, change: Callable[[Path], None]) -> Obj:
+    """The stack up at 25.12 with a pod bound, then the change to 0.5.1 `pulumi up` in one update; the release's steps
+    as the engine reported them (op, logical name), or the error the update ended with."""
+    t.up()
+    slices_published(t, ["h100-0"])
+    t.start_pods()
+    change(t.fleet)
+    try:
+        run = t.up()
+    except CommandError as exc:
+        return {"error": str(exc), "steps": []}
+    return {"error": "", "steps": [(s.op, s.name) for s in run.steps if s.type == RELEASE]}
+
+
+OLD_PLUGIN = ("nvidia-dra-driver-gpu", "nvidia-dra-driver-gpu-kubelet-plugin")
+NEW_PLUGIN = ("nvidia-dra-driver-gpu", "dra-driver-nvidia-gpu-kubelet-plugin")
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+def test_pulumi_swaps_the_driver_release_delete_first_in_one_update_through_its_alias(tmp_path: Path) -> None:
+    """25.12 -> 0.5.1 in one `pulumi up`: the stack registers the 0.5 release with an alias to the 25.12 one and
+    replace_on_changes/delete_before_replace (modules/helm.py release_options), so the engine deletes the old release
+    (helm uninstall, waited for) before it creates the new one: the old kubelet-plugin DaemonSet is gone before the new
+    one exists, and the pod runs on with its claim.
+
+    What one update does not give: Helm uninstalls in the background and waits only for the objects, so the old
+    plugin's pods outlive their DaemonSet by their grace period (the kubelet stand-in takes all of it) and publish
+    beside the new plugin's. For one publisher per node under Pulumi too, take the staged plan's steps (the next test)."""
+    change = spec_change(lambda spec: spec["draDriver"].update(version="0.5.1"))
+    with StackTransition.start(tmp_path / "run", given(tmp_path, [H100], [TRAIN], **NO_OPERATOR), change,
+                               gpu_nodes={"h100-0": 2}) as t:
+        result = swap_in_one_update(t, change)
+        assert not result["error"], result["error"]
+        assert result["steps"] == [("delete-replaced", "nvidia-dra-driver-gpu/nvidia-dra-driver-gpu"),
+                                   ("replace", "nvidia-dra-driver-gpu/dra-driver-nvidia-gpu"),
+                                   ("create-replacement", "nvidia-dra-driver-gpu/dra-driver-nvidia-gpu")]
+        slices_published(t, ["h100-0"])
+        seen = plugin_daemonsets(t)
+        events = [e for e, _ in seen if e is not None]
+        deleted, created = first(events, "DELETED", OLD_PLUGIN), first(events, "ADDED", NEW_PLUGIN)
+        assert deleted is not None and created is not None and deleted < created, [(e.type, e.key) for e in events]
+        assert all(len(live) <= 1 for _, live in seen)
+        t.assert_still_running(set())
+        assert double_publishers(t), "the old plugin's pods no longer outlive their DaemonSet: one update may now be enough"
+        assert t.stand_ins == ["dra-driver-nvidia-gpu 0.5.1 is rendered from dra-driver-nvidia-gpu-0.5.0-dev, the nearest chart there is"]
+
+
+def test_pulumi_without_the_alias_creates_the_new_release_first_and_helm_refuses_it(tmp_path: Path,
+                                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same update with release_options giving nothing (no alias, no delete-first): the 0.5 release is another
+    resource to the engine, which creates it before it deletes the 25.12 one, the other order. Both releases' objects
+    would run at once, but Helm refuses to install over objects another release owns (the two charts share object
+    names), so the update fails with the old release untouched and its plugin the only one: the alias is what orders
+    the swap, and what lets it happen at all."""
+    import modules.cluster
+
+    monkeypatch.setattr(modules.cluster, "release_options", lambda release: {})
+    change = spec_change(lambda spec: spec["draDriver"].update(version="0.5.1"))
+    with StackTransition.start(tmp_path / "run", given(tmp_path, [H100], [TRAIN], **NO_OPERATOR), change,
+                               gpu_nodes={"h100-0": 2}) as t:
+        result = swap_in_one_update(t, change)
+        assert "nvidia-dra-driver-gpu/dra-driver-nvidia-gpu **creating failed** error: Unable to continue with install" in result["error"]
+        assert "must equal \"dra-driver-nvidia-gpu\": current value is \"nvidia-dra-driver-gpu\"" in result["error"]
+        assert "deleting" not in result["error"], "the engine deleted the old release first without the alias"
+        events = [e for e, _ in plugin_daemonsets(t) if e is not None]
+        assert first(events, "DELETED", OLD_PLUGIN) is None and t.kube.get("apps/v1", "DaemonSet", OLD_PLUGIN[1], OLD_PLUGIN[0])
+        t.assert_still_running(set())
+        assert double_publishers(t) == []
+
+
+def test_pulumi_up_of_each_step_of_the_staged_driver_swap_keeps_one_publisher_per_node(tmp_path: Path) -> None:
+    """The staged plan under Pulumi: each step written into the fleet as plan.md says and `pulumi up` of the stack,
+    with the step's checks (but Argo CD's: no Argo CD here) evaluated live. Step 1 uninstalls the 25.12 release and
+    waits until its plugin's pods and slices are gone; step 2 installs 0.5. One publisher per node throughout."""
+    workloads = [TRAIN, workload_doc("notebooks", "research", replicas=2, gpu={"count": 1, "sharing": "TimeSlicing", **ON_H100})]
+    change = spec_change(lambda spec: spec["draDriver"].update(version="0.5.1"))
+    with StackTransition.start(tmp_path / "run", given(tmp_path, [H100], workloads, **NO_OPERATOR), change,
+                               gpu_nodes={"h100-0": 2}) as t:
+        t.up()
+        slices_published(t, ["h100-0"])
+        t.start_pods()
+        steps = drive(t, change, tmp_path, ["driver-release"])
+        argo_only = {c["text"] for s in steps for c in s["before"] + s["done"]
+                     if c["kind"] in ("finalizer", "application") or c["target"].get("apiVersion") == "argoproj.io/v1alpha1"}
+        assert len(steps) == 2 and set(t.skipped) == argo_only, t.skipped
+        assert double_publishers(t) == []
+        seen = plugin_daemonsets(t)
+        events = [e for e, _ in seen if e is not None]
+        deleted, created = first(events, "DELETED", OLD_PLUGIN), first(events, "ADDED", NEW_PLUGIN)
+        assert deleted is not None and created is not None and deleted < created
+        assert all(len(live) <= 1 for _, live in seen)
