@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -134,6 +135,17 @@ def gate_requirements() -> dict[str, str]:
 
 def capability(name: str) -> dict:
     return dict(load_table("dra_driver")["capabilities"][name])
+
+
+def capability_gates(name: str) -> list[str]:
+    """The driver gates a capability needs on: its own, then those it also needs (`alsoGates`)."""
+    cap = capability(name)
+    return [cap["gate"], *cap.get("alsoGates", [])]
+
+
+def passthrough_config() -> dict:
+    """The opaque VfioDeviceConfig a KubeVirt VM's vfio claim needs (data/dra_driver.yaml capabilities.Passthrough)."""
+    return copy.deepcopy(dict(capability("Passthrough")["config"]))
 
 
 def gpu_driver() -> str:

@@ -131,7 +131,8 @@ class NodePool(Model):
                           "the machine, not the GPU model, so gpuc assumes none")
     passthrough: bool = Field(
         False, description="the pool's GPUs go to VMs through vfio-pci (KubeVirt-style): the driver's PassthroughSupport gate "
-                           "(25.12+) publishes them as vfio.gpu.nvidia.com devices, and only gpu.passthrough workloads may use them")
+                           "(0.4+, with DeviceMetadata) publishes them as vfio.gpu.nvidia.com devices, and only gpu.passthrough "
+                           "workloads may use them")
 
 
 class Destination(Model):
@@ -370,8 +371,9 @@ class GpuRequest(Model):
                     "each GPU gets a request pair of its own (gpu-<i>, nic-<i>) aligned by matchAttribute; the serving pools "
                     "declare the NICs in nodePools[].nics")
     passthrough: bool = Field(
-        False, description="whole GPUs for a VM (KubeVirt-style): a request on vfio.gpu.nvidia.com with a VfioDeviceConfig, "
-                           "served by pools with passthrough: true (driver 25.12+, gate PassthroughSupport)")
+        False, description="whole GPUs for a VM (KubeVirt-style): a request on vfio.gpu.nvidia.com with a VfioDeviceConfig that "
+                           "gives virt-launcher /dev/vfio/vfio, served by pools with passthrough: true (driver 0.4+, gates "
+                           "PassthroughSupport and DeviceMetadata)")
     admin_access: bool = Field(
         False, description="management access (monitoring, health checks): the claim sees GPUs other claims hold, without "
                             "allocating them (request adminAccess; every matching GPU of a node unless count is set); gpuc labels "
