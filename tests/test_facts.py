@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from compiler.facts import catalog
-from compiler.facts.driver import builtin_device_classes, chart_keys, driver_lines, parse_driver_version
+from compiler.facts.driver import builtin_device_classes, chart_keys, driver_lines, mps_control_daemon, parse_driver_version
 from compiler.facts.mig import fit_mix, fit_on_model
 
 from conftest import REFERENCE
@@ -128,3 +128,26 @@ def test_driver_versions_parse_to_lines():
         parse_driver_version("26.1.0")
     with pytest.raises(ValueError, match="not a driver version"):
         parse_driver_version("latest")
+
+
+# -- facts read from the DRA driver's sources (../shared/upstream/src at v25.12.0 and main 9593204, the 0.5 line) ----
+
+SOURCES = REFERENCE.parent / "upstream" / "src"
+V2512, MAIN = SOURCES / "dra-driver-nvidia-gpu-v25.12.0", SOURCES / "dra-driver-nvidia-gpu-main-9593204"
+
+
+def _source(root, path: str) -> str:
+    assert root.is_dir(), f"the driver's sources are not at {root}: these facts are checked against them"
+    return (root / path).read_text()
+
+
+def test_the_mps_daemon_chroots_into_the_driver_root_up_to_25_12():
+    """The 25.x daemon needs `sh` in the driver root; main (and 0.4.0, PR #889) runs without one."""
+    facts = mps_control_daemon()
+    template = "templates/mps-control-daemon.tmpl.yaml"
+    assert "command: [chroot, /driver-root, sh, -c]" in _source(V2512, template)
+    fixed = _source(MAIN, template)
+    assert "command: [sh, -c]" in fixed and "if [ -x /driver-root/bin/sh ] || [ -x /driver-root/usr/bin/sh ]; then" in fixed
+    assert facts.chroot_shell_until == "25.12" and not driver_lines()["0.4"].at_most(facts.chroot_shell_until)
+    assert "/home/kubernetes/bin/nvidia" in facts.shellless and "/home/kubernetes/bin/nvidia" not in facts.shell_roots
+

@@ -148,6 +148,18 @@ def passthrough_config() -> dict:
     return copy.deepcopy(dict(capability("Passthrough")["config"]))
 
 
+@dataclass(frozen=True)
+class MpsDaemonFacts:
+    chroot_shell_until: str  # the last line whose MPS control daemon runs `chroot <driver root> sh`
+    shell_roots: tuple[str, ...]  # driver roots that are whole root file systems, with a shell
+    shellless: dict[str, str]  # driver root -> whose: roots known to hold no shell
+
+
+def mps_control_daemon() -> MpsDaemonFacts:
+    d = load_table("dra_driver")["mpsControlDaemon"]
+    return MpsDaemonFacts(str(d["chrootShellUntil"]), tuple(d["shellRoots"]), dict(d["shellless"]))
+
+
 def gpu_driver() -> str:
     """The driver's DRA name: the domain of its attributes and capacities, `opaque.driver` of its configs."""
     return str(load_table("dra_driver")["driver"])

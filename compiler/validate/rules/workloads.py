@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...diagnostics import Findings, did_you_mean, one_of
-from ...facts.driver import builtin_device_classes
+from ...facts.driver import builtin_device_classes, mps_control_daemon
 from ...facts.mig import fit_on_model
 from ...facts.platform import nim_name_limit, nim_operator, version_tuple
 from ..documents import Fleet, Intent, target_clusters
@@ -217,6 +217,8 @@ def _check_on_cluster(w: Intent[GpuWorkload], cluster: ResolvedCluster, findings
                                      "add the size to a pool's nvlink.partitions, or pick an offered size"))
     if gpu.mig is not None:
         _check_mig_on_cluster(w, cluster, findings)
+    if gpu.driver_sharing == "MPS":
+        _check_mps_driver_root(w, cluster, findings)
 
 
 def _is_set(model, alias: str) -> bool:
@@ -268,3 +270,21 @@ def _check_mig_on_cluster(w: Intent[GpuWorkload], cluster: ResolvedCluster, find
                              f"this MIG mix cannot fit one GPU of cluster '{cluster.name}': " + "; ".join(reasons)
                              + (f" ({why})" if why else ""),
                              "change the pool's layout to include the mix, or set sameGpu: false"))
+
+
+def _check_mps_driver_root(w: Intent[GpuWorkload], cluster: ResolvedCluster, findings: Findings) -> None:
+    """Up to driver 25.12 the MPS control daemon runs `chroot <nvidiaDriverRoot> sh`: a driver root that is not a whole
+    root file system has no shell, the daemon never starts, and the claim is never prepared (facts mpsControlDaemon)."""
+    facts = mps_control_daemon()
+    root = cluster.spec.dra_driver.nvidia_driver_root
+    if not cluster.driver.at_most(facts.chroot_shell_until) or root in facts.shell_roots:
+        return
+    message = (f"the MPS control daemon of driver {cluster.spec.dra_driver.version} runs `chroot {root} sh`, and "
+               + (f"{root} ({facts.shellless[root]}) holds no shell" if root in facts.shellless else
+                  f"a driver root other than {' or '.join(facts.shell_roots)} usually holds the driver's files only")
+               + f" (cluster '{cluster.name}'): the daemon does not start and the claim is never prepared")
+    hint = "upgrade draDriver.version to 0.4.0 or newer (its daemon runs without a shell in the driver root), or use sharing TimeSlicing"
+    if root in facts.shellless:
+        findings.add(w.error(("spec", "gpu", "sharing"), message, hint))
+    else:
+        findings.add(w.warning(("spec", "gpu", "sharing"), message, hint + f"; or make sure {root}/bin/sh exists on the nodes"))
