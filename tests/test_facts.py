@@ -10,6 +10,7 @@ import yaml
 from compiler.facts import catalog
 from compiler.facts.driver import builtin_device_classes, chart_keys, driver_lines, mps_control_daemon, parse_driver_version
 from compiler.facts.mig import fit_mix, fit_on_model
+from compiler.facts.platform import gpu_operator
 
 from conftest import REFERENCE
 
@@ -150,4 +151,19 @@ def test_the_mps_daemon_chroots_into_the_driver_root_up_to_25_12():
     assert "command: [sh, -c]" in fixed and "if [ -x /driver-root/bin/sh ] || [ -x /driver-root/usr/bin/sh ]; then" in fixed
     assert facts.chroot_shell_until == "25.12" and not driver_lines()["0.4"].at_most(facts.chroot_shell_until)
     assert "/home/kubernetes/bin/nvidia" in facts.shellless and "/home/kubernetes/bin/nvidia" not in facts.shell_roots
+
+
+def test_the_dcgm_operands_select_the_deploy_labels_gpuc_turns_off_on_passthrough_nodes():
+    """GPU Operator v26.7.0: each DCGM DaemonSet selects its label "true", and the labelling pass keeps a value a node
+    already has (addGPUStateLabels, updateGPUClusterStateLabels): "false" keeps the operand off."""
+    operator = SOURCES / "gpu-operator-v26.7.0"
+    off = gpu_operator()["passthroughOperandsOff"]
+    selectors = {"assets/state-dcgm-exporter/0800_daemonset.yaml": off["clusterPolicy"][0],
+                 "assets/state-dcgm/0400_dcgm.yml": off["clusterPolicy"][1],
+                 "manifests/state-dcgm-exporter/0700_daemonset.yaml": off["gpuCluster"][0],
+                 "manifests/state-dcgm/0500_daemonset.yaml": off["gpuCluster"][1]}
+    for path, label in selectors.items():
+        assert re.search(rf"nodeSelector:\n\s+{re.escape(label)}: \"true\"", _source(operator, path)), path
+    assert "if v, ok := labels[key]; !ok || v == \"\" {" in _source(operator, "controllers/state_manager.go")
+    assert "if v, ok := labels[key]; !ok || v == \"\" {" in _source(operator, "controllers/nodelabeling_controller.go")
 

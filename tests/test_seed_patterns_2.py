@@ -278,6 +278,25 @@ def test_what_keeps_a_vm_from_its_gpu_is_refused(fleet, values, field, text):
     assert result.code == 2 and f"{field}: " in result.err and text in result.err, result.err
 
 
+DCGM_OFF = {"nvidia.com/gpu.deploy.dcgm-exporter": "false", "nvidia.com/gpu.deploy.dcgm": "false"}
+DCGM_DRA_OFF = {"nvidia.com/gpu.deploy.dcgm-exporter-dra": "false", "nvidia.com/gpu.deploy.dcgm-dra": "false"}
+
+
+@pytest.mark.parametrize(("operator", "off"), [
+    ({"mode": "helm", "version": "v25.10.1"}, DCGM_OFF),
+    ({"mode": "patch", "version": "v24.6.0"}, DCGM_OFF),
+    ({"mode": "gpuCluster", "version": "v26.7.0"}, DCGM_DRA_OFF),  # the GPUCluster's own DCGM operands
+])
+def test_dcgm_stays_off_passthrough_nodes(fleet, operator, off):
+    """Held-out review (issue 45): the GPU Operator's dcgm-exporter (and standalone DCGM) hold every GPU of their node
+    open, so the kubelet plugin cannot rebind a VM's GPU to vfio-pci; their DaemonSets select a deploy label the
+    operator leaves alone once a node has it (facts passthroughOperandsOff, with sources)."""
+    cluster = cluster_doc(driver=VFIO_DRIVER, pools=VM_POOLS, gpuOperator=operator)
+    labels = compile_single(fleet(clusters=[cluster], workloads={"w.yaml": [VM]})).node_labels
+    assert {k: v for k, v in labels["vm"].items() if "dcgm" in k} == off
+    assert not any("dcgm" in k for k in labels["h100"])  # pods' GPUs keep their monitoring
+
+
 # ------------------------------------------------------------------------------- NICs: selectors, one per GPU
 
 SRIOV = "device.attributes['rdma.nvidia.com'].sriovType == 'vf'"

@@ -116,6 +116,9 @@ def pool_labels(cluster: ResolvedCluster) -> dict[str, dict[str, str]]:
             labels[facts["draNodeLabel"]] = "true"
             if cluster.mixed_allocation:
                 labels[facts["devicePluginDeployLabel"]] = "false"
+        if pool.dra and pool.spec.passthrough:  # DCGM holds the GPUs the kubelet plugin must rebind to vfio-pci
+            stack = "gpuCluster" if cluster.spec.gpu_operator.mode == "gpuCluster" else "clusterPolicy"
+            labels.update(dict.fromkeys(facts["passthroughOperandsOff"][stack], "false"))
         if pool.mig_dynamic:  # mig-parted would clear the MIG devices the DRA driver creates for running pods
             labels[facts["migManagerDeployLabel"]] = "false"
         elif uses_mig and cluster.spec.gpu_operator.mode != "gpuCluster":  # no MIG Manager reads the label there
