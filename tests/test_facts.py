@@ -167,3 +167,20 @@ def test_the_dcgm_operands_select_the_deploy_labels_gpuc_turns_off_on_passthroug
     assert "if v, ok := labels[key]; !ok || v == \"\" {" in _source(operator, "controllers/state_manager.go")
     assert "if v, ok := labels[key]; !ok || v == \"\" {" in _source(operator, "controllers/nodelabeling_controller.go")
 
+
+def test_driver_install_dir_is_a_value_of_every_gpu_operator_chart_from_its_first_release():
+    """facts operators.yaml driverInstallDir: the chart value, and the ClusterPolicy field it fills, from v24.6.0 on."""
+    fact = gpu_operator()["driverInstallDir"]
+    charts = sorted((c for c in (REFERENCE.parent / "upstream" / "charts").glob("gpu-operator-v*")),
+                    key=lambda c: tuple(int(x) for x in c.name.removeprefix("gpu-operator-v").split(".")))
+    assert charts, "no GPU Operator charts under ../shared/upstream/charts"
+    for chart in charts:
+        version = chart.name.removeprefix("gpu-operator-")
+        values = yaml.safe_load((chart / "values.yaml").read_text())
+        has = "driverInstallDir" in (values.get("hostPaths") or {})
+        template = (chart / "templates" / "clusterpolicy.yaml").read_text()
+        assert has == (tuple(map(int, version[1:].split("."))) >= tuple(map(int, fact["since"][1:].split(".")))), version
+        assert has == (".Values.hostPaths.driverInstallDir" in template), version
+    validator = _source(SOURCES / "gpu-operator-v26.7.0", "cmd/nvidia-validator/main.go")
+    assert "return getDriverInfo(false, hostRootFlag, driverInstallDirFlag, driverInstallDirCtrPathFlag), nil" in validator
+

@@ -41,6 +41,18 @@ def operator_installs_driver(cluster: ResolvedCluster) -> bool:
     return cluster.spec.dra_driver.nvidia_driver_root == gpu_operator()["driverRoot"]
 
 
+def driver_install_dir(cluster: ResolvedCluster) -> dict[str, Any]:
+    """`hostPaths.driverInstallDir` where the hosts' GPU driver lies outside `/` and the operator's own root: only there
+    does the operator's driver validation find it (facts operators.yaml driverInstallDir). Nothing before the release
+    that has the field (validation refuses that pairing)."""
+    root = cluster.spec.dra_driver.nvidia_driver_root
+    fact = gpu_operator()["driverInstallDir"]
+    if root in ("/", gpu_operator()["driverRoot"]) or op_before(cluster, fact["since"]):
+        return {}
+    head, _, leaf = fact["value"].partition(".")
+    return {head: {leaf: root}}
+
+
 def _nfd_worker_defaults(cluster: ResolvedCluster) -> list[dict[str, Any]]:
     table = gpu_operator()["nfdWorkerTolerations"]
     mine = cluster.spec.gpu_operator.version
@@ -82,6 +94,7 @@ def operator_settings(cluster: ResolvedCluster) -> dict[str, Any]:
         # the device plugin keeps the CDI device-list strategy the operator gives it (operatorDevicePluginEnv)
         settings["toolkit"] = {"env": _env(facts["toolkitEnv"])}
     settings.update(operand_tolerations(cluster))
+    settings.update(driver_install_dir(cluster))
     if _mig_pools(cluster):
         settings["mig"] = {"strategy": "mixed"}
         settings["migManager"] = {"enabled": True, "config": {"name": facts["migConfigMapName"], "default": "all-disabled"}}
@@ -184,7 +197,8 @@ def lower_node_config(cluster: ResolvedCluster, driver_values: dict[str, Any]
             "nvidia.com/v1", "ClusterPolicy", facts["clusterPolicyName"], wave=Wave.NODE_CONFIG,
             component="node-config", origin=ref, annotations={SYNC_OPTIONS: f"{SSA_PATCH},{MISSING_CRD_OK}", **PATCH_FORCE},
             body={"spec": settings}, patch=True, managed=False,
-            sources={"": ("spec.gpuOperator",), "spec.mig": ("spec.nodePools",), "spec.migManager": ("spec.nodePools",)}))
+            sources={"": ("spec.gpuOperator",), "spec.mig": ("spec.nodePools",), "spec.migManager": ("spec.nodePools",),
+                     "spec.hostPaths": ("spec.draDriver.nvidiaDriverRoot",)}))
     if _mig_pools(cluster):
         text = yaml.safe_dump(mig_parted_config(cluster), sort_keys=False, default_flow_style=False)
         objects.append(make_object(

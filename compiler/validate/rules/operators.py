@@ -17,6 +17,7 @@ def check_operator_modes(fleet: Fleet, clusters: dict[str, ResolvedCluster], fin
         _check_dynamic_mig_mode(cluster, findings)
         _check_mixed_mig_modes(cluster, findings)
         _check_driver_upgrades(cluster, findings)
+        _check_driver_install_dir(cluster, findings)
         if cluster.spec.gpu_operator.mode == "gpuCluster":
             _check_gpu_cluster_mode(cluster, findings)
 
@@ -75,6 +76,22 @@ def _check_driver_upgrades(cluster: ResolvedCluster, findings: Findings) -> None
         "drain the DRA nodes before each GPU driver upgrade and say so: spec.acknowledge: [{warning: driver-upgrade, "
         "reason: ...}]; or put the driver in the node image: draDriver.nvidiaDriverRoot: / (gpuc then turns the operator's driver off)")
     findings.add(dataclasses.replace(warning, code="driver-upgrade"))
+
+
+def _check_driver_install_dir(cluster: ResolvedCluster, findings: Findings) -> None:
+    """A GPU driver on the hosts outside `/` is found by the operator's validator only through hostPaths.driverInstallDir,
+    which GPU Operator releases before the fact's `since` do not have: every operand waits on that validation."""
+    facts = gpu_operator()
+    op = cluster.spec.gpu_operator
+    root = cluster.spec.dra_driver.nvidia_driver_root
+    since = facts["driverInstallDir"]["since"]
+    if op.mode not in ("helm", "patch") or root in ("/", facts["driverRoot"]) or not op.version or version_tuple(op.version) >= version_tuple(since):
+        return
+    findings.add(cluster.intent.error(
+        ("spec", "gpuOperator", "version"),
+        f"GPU Operator {op.version} has no {facts['driverInstallDir']['value']}: its driver validation looks for the GPU driver "
+        f"on the host's standard paths and under {facts['driverRoot']} only, never under {root}, and every operand waits on it",
+        f"upgrade gpuOperator.version to {since} or newer (gpuc then sets {facts['driverInstallDir']['value']}: {root})"))
 
 
 def _check_operator_mode(cluster: ResolvedCluster, findings: Findings) -> None:
