@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from compiler.facts import catalog
-from compiler.facts.driver import builtin_device_classes, chart_keys, driver_lines, mps_control_daemon, parse_driver_version
+from compiler.facts.driver import builtin_device_classes, chart_keys, driver_lines, dynamic_mig, mps_control_daemon, parse_driver_version
 from compiler.facts.mig import fit_mix, fit_on_model
 from compiler.facts.platform import gpu_operator
 
@@ -183,4 +183,25 @@ def test_driver_install_dir_is_a_value_of_every_gpu_operator_chart_from_its_firs
         assert has == (".Values.hostPaths.driverInstallDir" in template), version
     validator = _source(SOURCES / "gpu-operator-v26.7.0", "cmd/nvidia-validator/main.go")
     assert "return getDriverInfo(false, hostRootFlag, driverInstallDirFlag, driverInstallDirCtrPathFlag), nil" in validator
+
+
+def test_which_gpus_the_dynamic_mig_gate_partitions_is_the_driver_s_own_rule():
+    """The mock NVML of issue 45 supports no MIG, so only the sources can show this: 25.12 partitions every GPU;
+    main (and 0.4.1) partitions MIG-capable GPUs, Hopper and newer whatever their MIG mode, older ones only in MIG
+    mode and then without the full GPU; and the plugin turns MIG mode off on Hopper+ GPUs without MIG devices."""
+    facts = dynamic_mig()
+    old = _source(V2512, "cmd/gpu-kubelet-plugin/nvlib.go")
+    assert "isDynamicMIGCapable" not in old and "// Announce the full physical GPU." in old
+    new = _source(MAIN, "cmd/gpu-kubelet-plugin/nvlib.go")
+    assert "return arch >= nvml.DEVICE_ARCH_HOPPER" in new
+    assert "if !gpuInfo.migEnabled || supportsMIGModeToggle(d) {\n\t\t\t\t\tthisGPUAllocatable[gpuInfo.CanonicalName()] = parentdev" in new
+    assert "if !supportsMIGModeToggle(nvmldev) {" in new and "nvmldev.SetMigMode(nvml.DEVICE_MIG_DISABLE)" in new
+    known = set(catalog.architectures())
+    assert facts.mig_mode_toggle == {"Hopper", "Blackwell"} and facts.mig_mode_toggle <= known
+    assert {m.architecture for m in catalog.gpu_models().values() if m.mig} - facts.mig_mode_toggle == {"Ampere"}
+    line = driver_lines()
+    assert facts.partitions(line["25.12"], "Ampere", mig_mode_on=False) == (True, True)
+    assert facts.partitions(line["0.4"], "Hopper", mig_mode_on=False) == (True, True)
+    assert facts.partitions(line["0.5"], "Ampere", mig_mode_on=True) == (True, False)
+    assert facts.partitions(line["0.5"], "Ampere", mig_mode_on=False) == (False, True)
 

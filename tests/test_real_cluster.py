@@ -389,3 +389,20 @@ def test_dynamic_mig_beside_a_static_mig_pool_is_refused(fleet):
     on_device_plugin = [dynamic, {**static, "allocation": "devicePlugin"}]  # the DRA plugin stays off that pool
     result = gpuc("validate", fleet(clusters=[cluster_doc(pools=on_device_plugin, acknowledge=ack)]))
     assert "DynamicMIG gate" not in result.err, result.err
+    # the gate set in the chart values, with no pool asking for dynamic MIG, does the same to the static layout
+    gated = cluster_doc(pools=[static], acknowledge=ack, draDriver={"values": {"featureGates": {"DynamicMIG": True}}})
+    result = gpuc("validate", fleet(clusters=[gated]))
+    assert result.code == 2 and ("spec.draDriver.values.featureGates.DynamicMIG: draDriver.values turn the driver's DynamicMIG "
+                                 "gate on for every node") in result.err, result.err
+
+
+def test_the_mig_manager_stays_off_every_pool_the_gate_partitions(fleet):
+    """With the gate on for one pool, a whole-GPU Hopper pool is partitioned too (facts dynamicMig): the MIG Manager
+    there would apply all-disabled and clear the MIG devices the plugin creates for running pods."""
+    pools = [{"name": "dyn", "nodes": 1, "gpu": {"model": "H100-80GB", "count": 8}, "mig": {"layout": "dynamic"}},
+             {"name": "h200", "nodes": 1, "gpu": {"model": "H200-141GB", "count": 8}},
+             {"name": "l40s", "nodes": 1, "gpu": {"model": "L40S-48GB", "count": 4}}]  # no MIG: the gate leaves it alone
+    facts = gpu_operator()
+    labels = compile_single(fleet(clusters=[cluster_doc(kubernetes="1.36", driver="0.5.1", pools=pools)])).node_labels
+    assert labels["h200"] == {facts["draNodeLabel"]: "true", facts["migManagerDeployLabel"]: "false"}
+    assert labels["l40s"] == {facts["draNodeLabel"]: "true", facts["migConfigLabel"]: "all-disabled"}

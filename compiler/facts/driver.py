@@ -283,11 +283,21 @@ class DynamicMigFacts:
     counters: dict[str, str]  # capacity name -> counter name
     memory_slice_counter: str  # format with i=
     skips_gpus_without_mig_since: str  # driver line from which the gate leaves GPUs without MIG alone
+    every_gpu_until: str  # the last line whose gate partitions every GPU, whatever its architecture and MIG mode
+    mig_mode_toggle: frozenset[str]  # architectures whose MIG mode toggles without a GPU reset (Hopper and newer)
+
+    def partitions(self, line: DriverLine, architecture: str, mig_mode_on: bool) -> tuple[bool, bool]:
+        """With the gate on, (whether a MIG-capable GPU is published as DynamicMIG partitions, whether its full GPU
+        is published beside them). `mig_mode_on`: MIG mode is on when the kubelet plugin starts."""
+        if line.at_most(self.every_gpu_until) or architecture in self.mig_mode_toggle:
+            return True, True
+        return (True, False) if mig_mode_on else (False, True)
 
 
 def dynamic_mig() -> DynamicMigFacts:
     d = load_table("dra_driver")["dynamicMig"]
-    return DynamicMigFacts(d["counterSet"], dict(d["counters"]), d["memorySliceCounter"], d["skipsGpusWithoutMigSince"])
+    return DynamicMigFacts(d["counterSet"], dict(d["counters"]), d["memorySliceCounter"], d["skipsGpusWithoutMigSince"],
+                           str(d["everyGpuUntil"]), frozenset(d["migModeToggle"]))
 
 
 def static_mig_memory_slice() -> str:

@@ -28,7 +28,7 @@ def _env(pairs: dict[str, str]) -> list[dict[str, str]]:
 
 
 def _mig_pools(cluster: ResolvedCluster) -> list[ResolvedPool]:
-    return [p for p in cluster.pools if p.mig_layout is not None or p.mig_dynamic]
+    return [p for p in cluster.pools if p.mig_layout is not None or p.dynamic_partitions]
 
 
 def op_before(cluster: ResolvedCluster, version: str) -> bool:
@@ -105,7 +105,7 @@ def mig_parted_config(cluster: ResolvedCluster) -> dict[str, Any]:
     """A mig-parted v1 config holding exactly the configs this cluster's pools are labelled with."""
     configs: dict[str, list[dict[str, Any]]] = {"all-disabled": [{"devices": "all", "mig-enabled": False}]}
     for pool in _mig_pools(cluster):
-        if pool.mig_dynamic:
+        if pool.dynamic_partitions:
             continue  # the MIG Manager stays off dynamic-MIG nodes (pool_labels)
         entry = {"devices": "all", "mig-enabled": True, "mig-devices": dict(pool.mig_layout or ())}
         if pool.mig_config and pool.mig_config.startswith("all-"):
@@ -132,8 +132,8 @@ def pool_labels(cluster: ResolvedCluster) -> dict[str, dict[str, str]]:
         if pool.dra and pool.spec.passthrough:  # DCGM holds the GPUs the kubelet plugin must rebind to vfio-pci
             stack = "gpuCluster" if cluster.spec.gpu_operator.mode == "gpuCluster" else "clusterPolicy"
             labels.update(dict.fromkeys(facts["passthroughOperandsOff"][stack], "false"))
-        if pool.mig_dynamic:  # mig-parted would clear the MIG devices the DRA driver creates for running pods
-            labels[facts["migManagerDeployLabel"]] = "false"
+        if pool.dynamic_partitions:  # mig-parted would clear the MIG devices the DRA driver creates for running pods, on
+            labels[facts["migManagerDeployLabel"]] = "false"  # every pool whose GPUs the cluster's DynamicMIG gate partitions
         elif uses_mig and cluster.spec.gpu_operator.mode != "gpuCluster":  # no MIG Manager reads the label there
             labels[facts["migConfigLabel"]] = pool.mig_config or "all-disabled"
         labels.update(pool.spec.labels)  # the pool's own (a provider's, say); validation keeps them off gpuc's keys

@@ -43,16 +43,19 @@ def _check_mixed_mig_modes(cluster: ResolvedCluster, findings: Findings) -> None
     at start a plugin in that mode destroys every MIG device its checkpoint does not name
     (cmd/gpu-kubelet-plugin/driver.go DestroyUnknownMIGDevices, v25.12.0 and main): on a static-MIG pool that is
     the layout the MIG Manager built, which the MIG Manager then builds again, under running pods."""
-    dynamic = [p for p in cluster.pools if p.mig_dynamic]
-    static = [p for p in cluster.dra_pools if p.spec.mig is not None and not p.mig_dynamic]
-    if not dynamic or not static:
+    static = [p for p in cluster.dra_pools if p.mig_layout is not None]
+    if not cluster.dynamic_mig or not static:
         return
     names = ", ".join(f"'{p.name}'" for p in static)
+    dynamic = [p for p in cluster.pools if p.mig_dynamic]
+    if dynamic:
+        where, why = dynamic[0].path + ("mig", "layout"), f"dynamic MIG on pool '{dynamic[0].name}' turns the driver's DynamicMIG gate on"
+    else:
+        where, why = ("spec", "draDriver", "values", "featureGates", "DynamicMIG"), "draDriver.values turn the driver's DynamicMIG gate on"
     findings.add(cluster.intent.error(
-        dynamic[0].path + ("mig", "layout"),
-        f"dynamic MIG on pool '{dynamic[0].name}' turns the driver's DynamicMIG gate on for every node, and a kubelet plugin "
-        f"in that mode destroys at start the MIG devices it did not create: the static layout of pool(s) {names}, which "
-        "the MIG Manager built and rebuilds",
+        where,
+        f"{why} for every node, and a kubelet plugin in that mode destroys at start the MIG devices it did not create: the "
+        f"static layout of pool(s) {names}, which the MIG Manager built and rebuilds",
         f"make every DRA MIG pool of the cluster dynamic (mig.layout: dynamic), or give pool(s) {names} allocation: "
         "devicePlugin, or run dynamic MIG in a cluster of its own"))
 

@@ -232,7 +232,7 @@ def _check_mig_on_cluster(w: Intent[GpuWorkload], cluster: ResolvedCluster, find
     wanted = w.model.spec.gpu.mig
     assert wanted is not None
     mix = {s.profile: s.count for s in wanted.slices}
-    mig_pools = [p for p in cluster.dra_pools if p.gpu.mig is not None and (p.mig_layout or p.mig_dynamic)]
+    mig_pools = [p for p in cluster.dra_pools if p.gpu.mig is not None and (p.mig_layout or p.dynamic_partitions)]
     if not mig_pools:
         findings.add(w.error(("spec", "gpu", "mig"), f"cluster '{cluster.name}' has no DRA pool with MIG enabled",
                              "give a pool a `mig.layout`"))
@@ -253,7 +253,7 @@ def _check_mig_on_cluster(w: Intent[GpuWorkload], cluster: ResolvedCluster, find
     if wanted.same_gpu:
         reasons = []
         for pool in mig_pools:
-            if pool.mig_dynamic:
+            if pool.dynamic_partitions:
                 fit = fit_on_model(pool.gpu, mix)
                 if fit.fits:
                     return
@@ -264,7 +264,7 @@ def _check_mig_on_cluster(w: Intent[GpuWorkload], cluster: ResolvedCluster, find
                 if not short:
                     return
                 reasons.append(f"{pool.name} ({pool.mig_config}): lacks {', '.join(short)}")
-        geometry = [fit_on_model(p.gpu, mix) for p in mig_pools if not p.mig_dynamic]  # dynamic pools said why above
+        geometry = [fit_on_model(p.gpu, mix) for p in mig_pools if not p.dynamic_partitions]  # dynamic pools said why above
         why = next((f.reason for f in geometry if not f.fits), "")
         findings.add(w.error(("spec", "gpu", "mig"),
                              f"this MIG mix cannot fit one GPU of cluster '{cluster.name}': " + "; ".join(reasons)
