@@ -277,10 +277,33 @@ def test_dynamic_mig_pools_keep_the_mig_manager_off_and_say_what_enables_mig_mod
     assert compiled.node_labels["static"][facts["migConfigLabel"]] == "all-balanced"  # the MIG Manager partitions it
     config = yaml.safe_load(next(o for o in compiled.objects if o.kind == "ConfigMap").manifest["data"]["config.yaml"])
     assert "all-enabled" not in config["mig-configs"]
-    result = gpuc("validate", fleet(clusters=[doc]))
-    assert "spec.nodePools[0].mig.layout: nothing gpuc writes enables MIG mode" in result.err and "[mig-mode]" in result.err
-    doc["spec"]["acknowledge"] = [{"warning": "mig-mode", "reason": "the node image runs nvidia-smi -mig 1"}]
+    # Hopper: the kubelet plugin turns MIG mode on itself, so nothing warns (test_the_mig_mode_warning_follows_the_architecture)
     assert "mig-mode" not in gpuc("validate", fleet(clusters=[doc])).err
+
+
+@pytest.mark.parametrize(("model", "driver", "warns"), [
+    ("H100-80GB", "0.5.1", False),    # held-out review (issue 45): Hopper toggles MIG mode without a reset, and the
+    ("H100-80GB", "25.12.0", False),  # plugin turns it on at the first MIG device (and off again at start-up)
+    ("B200-180GB", "0.5.1", False),
+    ("A100-80GB", "0.5.1", True),     # Ampere: enabling takes a GPU reset, so it must be on before the plugin starts
+    ("A30-24GB", "25.12.0", True),
+])
+def test_the_mig_mode_warning_follows_the_architecture(fleet, model, driver, warns):
+    """facts dynamicMig migModeToggle and the MIG-mode paragraph: nvlib.go supportsMIGModeToggle, maybeDisableMigMode."""
+    kubernetes = "1.36" if driver.startswith("0.") else "1.34"
+    doc = cluster_doc(kubernetes=kubernetes, driver=driver,
+                      pools=[{"name": "dyn", "nodes": 1, "gpu": {"model": model, "count": 8}, "mig": {"layout": "dynamic"}}])
+    result = gpuc("validate", fleet(clusters=[doc]))
+    said = [line for line in result.err.splitlines() if "[mig-mode]" in line]
+    assert bool(said) == warns, result.err
+    if warns:
+        (line,) = said
+        arch = gpu_models()[model].architecture
+        assert f"spec.nodePools[0].mig.layout: nothing gpuc writes enables MIG mode on the {arch} GPUs of dynamic-MIG pool(s) dyn" in line
+        assert f"the kubelet plugin turns MIG mode on itself only on Blackwell and Hopper GPUs (on {arch} that takes a GPU reset)" in line
+        assert ("driver 0.4+ publishes them as whole GPUs without MIG" in line) == driver.startswith("0.")
+        doc["spec"]["acknowledge"] = [{"warning": "mig-mode", "reason": "the node image runs nvidia-smi -mig 1"}]
+        assert "mig-mode" not in gpuc("validate", fleet(clusters=[doc])).err
 
 
 # ---------------------------------------------------------------- 10. Argo CD assesses the Applications of an app-of-apps

@@ -193,7 +193,7 @@ class Acknowledgement(Model):
                                          "to check them against), driver-fork (a driver feature only a fork ships), "
                                          "helm-capabilities (the Helm that renders the driver chart is older than 3.19), dra-beta (DRA "
                                          "and its beta API turned on in a 1.32/1.33 cluster), mig-mode (MIG mode enabled outside the "
-                                         "MIG Manager on dynamic-MIG pools), "
+                                         "MIG Manager on dynamic-MIG pools of Ampere GPUs), "
                                          "unknown-release (a DRA driver or GPU Operator version newer than gpuc's facts), "
                                          "driver-upgrade (GPU driver upgrades by the operator while the DRA kubelet plugin runs), "
                                          "device-plugin-off (gpuOperator.mode none: the team keeps the other install's device "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from ...diagnostics import Findings
-from ...facts.driver import gates
+from ...facts.driver import dynamic_mig, gates
 from ...facts.platform import gpu_operator, version_tuple
 from ..documents import Fleet
 from ..resolved import ResolvedCluster
@@ -24,15 +24,22 @@ def check_operator_modes(fleet: Fleet, clusters: dict[str, ResolvedCluster], fin
 
 def _check_dynamic_mig_mode(cluster: ResolvedCluster, findings: Findings) -> None:
     """The MIG Manager is kept off dynamic-MIG nodes (it clears the MIG devices the driver creates), and a GPUCluster
-    runs none: nothing in gpuc's output enables MIG mode there, and the driver only partitions GPUs in MIG mode."""
-    pools = [p for p in cluster.pools if p.mig_dynamic]
+    runs none: nothing in gpuc's output enables MIG mode there. On Hopper and newer the kubelet plugin toggles MIG mode
+    itself (and undoes a boot-time `nvidia-smi -mig 1`); on older GPUs enabling it takes a GPU reset, so it must be on
+    before the plugin starts (facts dynamicMig)."""
+    toggles = dynamic_mig().mig_mode_toggle
+    pools = [p for p in cluster.pools if p.dynamic_partitions and p.gpu.architecture not in toggles]
     if not pools or cluster.spec.acknowledged("mig-mode"):
         return
+    archs = sorted({p.gpu.architecture for p in pools})
+    later = "" if cluster.driver.at_most(dynamic_mig().every_gpu_until) else (
+        "; with it off when the plugin starts, driver 0.4+ publishes them as whole GPUs without MIG")
     warning = cluster.intent.warning(
-        pools[0].path + ("mig", "layout"),
-        f"nothing gpuc writes enables MIG mode on the GPUs of dynamic-MIG pool(s) {', '.join(p.name for p in pools)}: the MIG "
-        f"Manager is kept off them ({gpu_operator()['migManagerDeployLabel']}=false; mig-parted would clear the MIG devices the "
-        "DRA driver creates for running pods), and the driver only creates MIG devices on GPUs already in MIG mode",
+        next((p for p in pools if p.mig_dynamic), pools[0]).path + ("mig", "layout"),
+        f"nothing gpuc writes enables MIG mode on the {'/'.join(archs)} GPUs of dynamic-MIG pool(s) "
+        f"{', '.join(p.name for p in pools)}: the MIG Manager is kept off them ({gpu_operator()['migManagerDeployLabel']}=false; "
+        "mig-parted would clear the MIG devices the DRA driver creates for running pods), and the kubelet plugin turns MIG "
+        f"mode on itself only on {' and '.join(sorted(toggles))} GPUs (on {'/'.join(archs)} that takes a GPU reset){later}",
         "enable MIG mode in the node image or a boot script (nvidia-smi -mig 1) and say so: "
         "spec.acknowledge: [{warning: mig-mode, reason: ...}]")
     findings.add(dataclasses.replace(warning, code="mig-mode"))
