@@ -127,6 +127,17 @@ def test_the_plan_places_mig_slices_on_the_hopper_gpus_the_gate_partitions(fleet
     assert gpuc("plan", _gated(fleet, 2, [H200_SLICES, H200_WHOLE])).code == 0
 
 
+def test_a_whole_gpu_claim_is_not_planned_on_an_ampere_pool_in_mig_mode(fleet):
+    """From 0.4 an Ampere GPU the gate partitions (in MIG mode: the pool asks for dynamic MIG) has no full-GPU device
+    (nvlib.go: `if !gpuInfo.migEnabled || supportsMIGModeToggle(d)`); 25.12 publishes it."""
+    pools = [{"name": "a100", "nodes": 1, "gpu": {"model": "A100-80GB", "count": 8}, "mig": {"layout": "dynamic"}}]
+    whole = {"w.yaml": [workload_doc("whole", gpu={"count": 1})]}
+    ack = [{"warning": "mig-mode", "reason": "the node image enables MIG mode"}, {"warning": "driver-upgrade", "reason": "drained"}]
+    result = gpuc("plan", fleet(clusters=[cluster_doc(kubernetes="1.36", driver="0.5.1", pools=pools, acknowledge=ack)], workloads=whole))
+    assert result.code == 1 and "its Ampere GPUs are in MIG mode for dynamic MIG, and driver 0.5.1 publishes no full GPU" in result.err, result.err
+    assert gpuc("plan", fleet(clusters=[cluster_doc(kubernetes="1.36", driver="25.12.0", pools=pools, acknowledge=ack)], workloads=whole)).code == 0
+
+
 def test_selectors_and_sizing_read_the_memory_a_partitioned_gpu_publishes(fleet):
     """With DynamicMIG the full GPU publishes its largest profile's memory (H100: 81152Mi of 81559Mi;
     ../shared/reference/hardware/h100-80gb-hbm3): a floor between the two matched an ungated H100 and none gated."""

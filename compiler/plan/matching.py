@@ -72,7 +72,9 @@ def match_pools(cluster: ResolvedCluster, workload: GpuWorkload, class_require: 
                 layout = f" in layout {pool.mig_config}" if pool.mig_config else ""
                 reason = f"no MIG {', '.join(missing)}{layout}"
         elif not pool.publishes_full_gpus:
-            reason = "GPUs are in static MIG mode (no full-GPU devices)"
+            reason = ("GPUs are in static MIG mode (no full-GPU devices)" if pool.mig_layout is not None else
+                      f"its {pool.gpu.architecture} GPUs are in MIG mode for dynamic MIG, and driver "
+                      f"{cluster.spec.dra_driver.version} publishes no full GPU of them")
         elif gpu.fabric is not None and cluster.spec.dra_driver.fabric == "none" and not pool.gpu.nvlink_within_node:
             reason = "its GPUs are not NVLink-connected (no NVSwitch)"
         elif gpu.fabric is not None and gpu.fabric.partition_size and gpu.fabric.partition_size > pool.spec.gpu.count:
