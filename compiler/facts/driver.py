@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -136,6 +137,29 @@ def capability(name: str) -> dict:
     return dict(load_table("dra_driver")["capabilities"][name])
 
 
+def capability_gates(name: str) -> list[str]:
+    """The driver gates a capability needs on: its own, then those it also needs (`alsoGates`)."""
+    cap = capability(name)
+    return [cap["gate"], *cap.get("alsoGates", [])]
+
+
+def passthrough_config() -> dict:
+    """The opaque VfioDeviceConfig a KubeVirt VM's vfio claim needs (data/dra_driver.yaml capabilities.Passthrough)."""
+    return copy.deepcopy(dict(capability("Passthrough")["config"]))
+
+
+@dataclass(frozen=True)
+class MpsDaemonFacts:
+    chroot_shell_until: str  # the last line whose MPS control daemon runs `chroot <driver root> sh`
+    shell_roots: tuple[str, ...]  # driver roots that are whole root file systems, with a shell
+    shellless: dict[str, str]  # driver root -> whose: roots known to hold no shell
+
+
+def mps_control_daemon() -> MpsDaemonFacts:
+    d = load_table("dra_driver")["mpsControlDaemon"]
+    return MpsDaemonFacts(str(d["chrootShellUntil"]), tuple(d["shellRoots"]), dict(d["shellless"]))
+
+
 def gpu_driver() -> str:
     """The driver's DRA name: the domain of its attributes and capacities, `opaque.driver` of its configs."""
     return str(load_table("dra_driver")["driver"])
@@ -259,11 +283,21 @@ class DynamicMigFacts:
     counters: dict[str, str]  # capacity name -> counter name
     memory_slice_counter: str  # format with i=
     skips_gpus_without_mig_since: str  # driver line from which the gate leaves GPUs without MIG alone
+    every_gpu_until: str  # the last line whose gate partitions every GPU, whatever its architecture and MIG mode
+    mig_mode_toggle: frozenset[str]  # architectures whose MIG mode toggles without a GPU reset (Hopper and newer)
+
+    def partitions(self, line: DriverLine, architecture: str, mig_mode_on: bool) -> tuple[bool, bool]:
+        """With the gate on, (whether a MIG-capable GPU is published as DynamicMIG partitions, whether its full GPU
+        is published beside them). `mig_mode_on`: MIG mode is on when the kubelet plugin starts."""
+        if line.at_most(self.every_gpu_until) or architecture in self.mig_mode_toggle:
+            return True, True
+        return (True, False) if mig_mode_on else (False, True)
 
 
 def dynamic_mig() -> DynamicMigFacts:
     d = load_table("dra_driver")["dynamicMig"]
-    return DynamicMigFacts(d["counterSet"], dict(d["counters"]), d["memorySliceCounter"], d["skipsGpusWithoutMigSince"])
+    return DynamicMigFacts(d["counterSet"], dict(d["counters"]), d["memorySliceCounter"], d["skipsGpusWithoutMigSince"],
+                           str(d["everyGpuUntil"]), frozenset(d["migModeToggle"]))
 
 
 def static_mig_memory_slice() -> str:

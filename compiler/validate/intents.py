@@ -131,7 +131,8 @@ class NodePool(Model):
                           "the machine, not the GPU model, so gpuc assumes none")
     passthrough: bool = Field(
         False, description="the pool's GPUs go to VMs through vfio-pci (KubeVirt-style): the driver's PassthroughSupport gate "
-                           "(25.12+) publishes them as vfio.gpu.nvidia.com devices, and only gpu.passthrough workloads may use them")
+                           "(0.4+, with DeviceMetadata) publishes them as vfio.gpu.nvidia.com devices, and only gpu.passthrough "
+                           "workloads may use them")
 
 
 class Destination(Model):
@@ -192,7 +193,7 @@ class Acknowledgement(Model):
                                          "to check them against), driver-fork (a driver feature only a fork ships), "
                                          "helm-capabilities (the Helm that renders the driver chart is older than 3.19), dra-beta (DRA "
                                          "and its beta API turned on in a 1.32/1.33 cluster), mig-mode (MIG mode enabled outside the "
-                                         "MIG Manager on dynamic-MIG pools), "
+                                         "MIG Manager on dynamic-MIG pools of Ampere GPUs), "
                                          "unknown-release (a DRA driver or GPU Operator version newer than gpuc's facts), "
                                          "driver-upgrade (GPU driver upgrades by the operator while the DRA kubelet plugin runs), "
                                          "device-plugin-off (gpuOperator.mode none: the team keeps the other install's device "
@@ -370,8 +371,9 @@ class GpuRequest(Model):
                     "each GPU gets a request pair of its own (gpu-<i>, nic-<i>) aligned by matchAttribute; the serving pools "
                     "declare the NICs in nodePools[].nics")
     passthrough: bool = Field(
-        False, description="whole GPUs for a VM (KubeVirt-style): a request on vfio.gpu.nvidia.com with a VfioDeviceConfig, "
-                           "served by pools with passthrough: true (driver 25.12+, gate PassthroughSupport)")
+        False, description="whole GPUs for a VM (KubeVirt-style): a request on vfio.gpu.nvidia.com with a VfioDeviceConfig that "
+                           "gives virt-launcher /dev/vfio/vfio, served by pools with passthrough: true (driver 0.4+, gates "
+                           "PassthroughSupport and DeviceMetadata)")
     admin_access: bool = Field(
         False, description="management access (monitoring, health checks): the claim sees GPUs other claims hold, without "
                             "allocating them (request adminAccess; every matching GPU of a node unless count is set); gpuc labels "

@@ -10,11 +10,11 @@ from pathlib import Path
 from ..diagnostics import Findings, did_you_mean, one_of
 from ..facts import catalog
 from ..facts.catalog import GpuModel
-from ..facts.driver import capability, gates, parse_driver_version
+from ..facts.driver import DriverLine, capability, dynamic_mig, gates, gates_on, parse_driver_version
 from ..facts.mig import fit_mix
 from ..facts.platform import dra_gate_note, dra_gates, parse_kubernetes_version
 from .documents import Fleet, Intent
-from .intents import Cluster, NodePool
+from .intents import Cluster, ClusterSpec, NodePool
 from .resolved import ResolvedCluster, ResolvedPool
 
 
@@ -119,6 +119,9 @@ def resolve_cluster(intent: Intent[Cluster], findings: Findings, extra_models: d
                                  "run a driver image built from that branch, or use 'partitionAttributes' on driver 0.5+; if the "
                                  "cluster runs the fork, say so: spec.acknowledge: [{warning: driver-fork, reason: ...}]")
         findings.add(dataclasses.replace(warning, code="driver-fork"))
+    dynamic = ok and dynamic_mig_gate(spec, line, pools)
+    if dynamic:
+        pools = [_partitioned(p, line) for p in pools]
     devices = sum(p.devices for p in pools)
     if devices > MAX_DEVICES:
         largest = max(pools, key=lambda p: p.devices)
@@ -130,7 +133,30 @@ def resolve_cluster(intent: Intent[Cluster], findings: Findings, extra_models: d
         ok = False
     if not ok:
         return None
-    return ResolvedCluster(intent, api, line, tuple(pools), provider=spec.provider)
+    return ResolvedCluster(intent, api, line, tuple(pools), provider=spec.provider, dynamic_mig=dynamic)
+
+
+def dynamic_mig_gate(spec: ClusterSpec, line: DriverLine, pools: list[ResolvedPool]) -> bool:
+    """Whether the driver runs with gate DynamicMIG: draDriver.values say so, or a DRA pool asks for dynamic MIG (gpuc
+    derives the gate then). One gate for the whole driver: every kubelet plugin of the cluster runs with it."""
+    gate = capability("DynamicMIG")["gate"]
+    if gate not in gates_on(line):
+        return False
+    user = spec.dra_driver.values.get("featureGates")
+    value = user.get(gate) if isinstance(user, dict) else None
+    if isinstance(value, bool):
+        return value
+    return any(p.mig_dynamic and p.dra for p in pools)
+
+
+def _partitioned(pool: ResolvedPool, line: DriverLine) -> ResolvedPool:
+    """A DRA pool as the driver publishes it with DynamicMIG on (facts dynamicMig): MIG-capable GPUs of lines that
+    partition every GPU, or of architectures that toggle MIG mode themselves, or in MIG mode when the plugin starts
+    (a pool that asks for dynamic MIG has it on; another is left off by the MIG Manager's all-disabled)."""
+    if not pool.dra or pool.gpu.mig is None or pool.mig_layout is not None:
+        return pool  # static MIG beside the gate is refused (rules.operators), GPUs without MIG are left alone (or refused)
+    partitions, full = dynamic_mig().partitions(line, pool.gpu.architecture, mig_mode_on=pool.mig_dynamic)
+    return dataclasses.replace(pool, dynamic_partitions=partitions, dynamic_full_gpu=full)
 
 
 def _resolve_pool(intent, pool, index, line, api, findings, extra_models: dict[str, GpuModel]) -> ResolvedPool | None:
