@@ -464,6 +464,31 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if gated else EXIT_OK
 
 
+@functools.partial(_guarded, outcome="no plan was written")
+def cmd_upgrade(args: argparse.Namespace) -> int:
+    from .emit.upgrade.report import as_json, markdown
+    from .emit.upgrade.write import write_plans
+    from .upgrade import upgrade_fleet
+
+    plan = upgrade_fleet(Path(args.fleet), args.base, args.cluster, _checks(args), state=_state(args))
+    files = {c.cluster: _cluster_file(Path(args.fleet), c.cluster) for c in plan.clusters}
+    if args.out:
+        write_plans(Path(args.out), plan.clusters, args.fleet, files, plan.base, plan.commit)
+    if args.output == "json":
+        print(as_json(plan.clusters, plan.base, plan.commit))
+    else:
+        print(markdown(plan.clusters, args.fleet, files), end="")
+        if args.out and any(c.staged for c in plan.clusters):
+            print(f"\nThe plan and each step's rendered tree: {args.out}/<cluster>/ (plan.md, plan.json, step-N/)")
+    return EXIT_OK
+
+
+def _cluster_file(fleet: Path, cluster: str) -> str:
+    """The intent file that holds the cluster (clusters/<name>.yaml by convention), for the plan's instructions."""
+    named = fleet / "clusters" / f"{cluster}.yaml"
+    return f"clusters/{cluster}.yaml" if named.is_file() else f"the clusters/ file of {cluster}"
+
+
 def _gates(text: str) -> list[str]:
     from .emit.diff.gates import GATES
 
@@ -584,6 +609,15 @@ def build_parser() -> argparse.ArgumentParser:
                            "any, replacement, gpu-increase, infeasible, cluster-removed")
     add_state(diff)
     add_cache(diff)
+    upgrade = add("upgrade", cmd_upgrade, "plan a change a running cluster cannot take as one commit (a DRA driver line, a pool "
+                  "moving to DRA, the GPU Operator's GPUCluster, a Kubernetes minor, a MIG layout under running pods) as "
+                  "ordered steps, each one commit with its checks")
+    upgrade.add_argument("--base", required=True, metavar="REF", help="git commit-ish the clusters run now, e.g. origin/main")
+    upgrade.add_argument("--cluster", help="plan only this cluster")
+    upgrade.add_argument("-o", "--out", metavar="DIR", help="write each cluster's plan (plan.md, plan.json) and every step's rendered tree "
+                                                          "to DIR/<cluster>/")
+    add_checks(upgrade, jobs=False)
+    add_state(upgrade)
     status = add("status", cmd_status, "check the running cluster against the fleet: DRA served, DeviceClasses, CDI, "
                                         "ResourceSlices, device plugin, claims, NIM, ComputeDomains, MIG, drift. "
                                         f"Export every kind it reads with `{STATUS_EXPORT}` "

@@ -36,6 +36,7 @@ from .load.yaml_source import SourceDoc
 from .lower import lower_cluster
 from .lower.graph import CompiledCluster
 from .place import NO_USE, AllocationPlan, ClusterUse, Inventory, Progress, place_cluster, running_inventory, synthesize_for, with_headroom
+from .place.inventory import synthesize
 from .plan import plan_cluster
 from .runner import OVERLAP_MIN_OBJECTS, LoadedFleet, build_workers, load, mapped, overlapped, without_cyclic_gc
 from .validate.documents import CheckedDocument, Fleet, build_fleet
@@ -134,8 +135,11 @@ class _Job:
         tree = self.previous(name, files)
         previous: PreviousObjects = tree if tree is not None else NO_PREVIOUS
         inventory, use = self.inventory(compiled)
+        # a staged change's step is checked against the cluster as intended: what it holds back is not wrong, only later
+        checked_on = inventory if compiled.cluster.transition is None or options.state is not None else \
+            synthesize(compiled.cluster.as_intended(), compiled.driver_values, compiled.node_labels)
         ctx = ClusterContext(compiled, cluster_catalog(compiled, self.fleet.root, options.checks), options.checks,
-                             previous, inventory)
+                             previous, checked_on)
         outcome.checked = len(ctx.objects)
         progress = self.progress(name) if self.progress is not None else None
 
@@ -160,7 +164,12 @@ class _Job:
             outcome.unplaced = len(placement.unplaced)
             outcome.rejected.extend(check_placement(compiled, placement))  # what works on one node only
             problems = placement.diagnostics()
-            if options.allow_infeasible:
+            step = compiled.cluster.transition
+            if step is not None:  # a staged change's step: pods that wait for a later step are what the plan says
+                outcome.warnings.extend(Diagnostic(d.file, d.line, d.path, f"(step {step.step} of {step.steps}: {step.change}) {d.message}",
+                                                   "this step holds GPUs back; `gpuc upgrade` says which step serves them again",
+                                                   "warning") for d in problems)
+            elif options.allow_infeasible:
                 outcome.warnings.extend(Diagnostic(d.file, d.line, d.path, d.message, d.hint, "warning") for d in problems)
             else:
                 outcome.infeasible.extend(problems)

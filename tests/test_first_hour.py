@@ -30,7 +30,9 @@ PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 
 
 def _yaml_snippets(page: Path) -> list[tuple[int, str]]:
-    text = page.read_text()
+    """The ```yaml blocks of a page, by line; a block fenced with four backticks is a command's output (gpuc upgrade
+    prints yaml fences of its own), not a snippet to copy."""
+    text = re.sub(r"````.*?````", lambda m: "\n" * m.group(0).count("\n"), page.read_text(), flags=re.S)
     return [(text[:m.start()].count("\n") + 1, m.group(1)) for m in re.finditer(r"```yaml\n(.*?)```", text, re.S)]
 
 

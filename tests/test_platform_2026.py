@@ -182,6 +182,7 @@ def test_gpu_cluster_values_follow_the_derived_gates():
     class _Cluster:
         spec = _Spec
         pools = ()  # no taints: no operand tolerations
+        operator_resource = True  # no staged change holds the GPUCluster back
 
     out = gpu_cluster_values(_Cluster, values)  # type: ignore[arg-type]
     assert out["draDriver"] == {"version": "v0.5.1", "featureGates": {"DynamicMIG": True}, "computeDomains": {"enabled": False}}

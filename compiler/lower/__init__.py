@@ -25,7 +25,7 @@ def lower_cluster(plan: ClusterPlan, fleet: Fleet) -> CompiledCluster:
     features = cluster_features(cluster, [p.workload for p in plans])
 
     driver, compiled.driver_values = lower_dra_driver(cluster, features)
-    if driver is not None:
+    if driver is not None and cluster.driver_installed:
         compiled.releases.append(driver)
     releases, objects, labels = lower_node_config(cluster, compiled.driver_values)
     compiled.releases.extend(releases)

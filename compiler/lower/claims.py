@@ -156,6 +156,19 @@ def _request_manifest(req: Request, flat: bool) -> dict[str, Any]:
     return {"name": req.name, **body} if flat else {"name": req.name, "exactly": body}
 
 
+def name_basis(spec: dict[str, Any]) -> dict[str, Any]:
+    """What a claim's hashed name is computed from: its spec in the request shape of resource.k8s.io/v1beta2 and v1
+    (`exactly`), whatever version the cluster serves. The API server stores one object whichever version writes it, so
+    a Kubernetes upgrade that moves a cluster from v1beta1 to v1beta2 keeps the claims' names, and their pods run on."""
+    devices = spec.get("devices") or {}
+    requests = devices.get("requests") or []
+    if all("exactly" in r or "firstAvailable" in r for r in requests):
+        return spec
+    shaped = [r if "exactly" in r or "firstAvailable" in r else {"name": r["name"], "exactly": {k: v for k, v in r.items() if k != "name"}}
+              for r in requests]
+    return {**spec, "devices": {**devices, "requests": shaped}}
+
+
 def sharing_config(gpu: GpuRequest) -> dict[str, Any] | None:
     if gpu.sharing == "TimeSlicing":
         if gpu.mig is not None:
@@ -280,7 +293,7 @@ def lower_claims(cluster: ResolvedCluster, plans: list[WorkloadPlan]) -> tuple[l
         key = f"{plan.namespace}/{plan.name}"
         if plan.share_group is None:
             spec, names, sources = claim_spec_with_sources(plan, cluster)
-            name = hashed_name(f"{plan.name}-gpu", spec)
+            name = hashed_name(f"{plan.name}-gpu", name_basis(spec))
             objects.append(make_object(
                 cluster.api.api_version, "ResourceClaimTemplate", name, namespace=plan.namespace,
                 wave=Wave.CLAIMS, component=f"workload/{key}", origin=plan.intent.source,
@@ -294,7 +307,7 @@ def lower_claims(cluster: ResolvedCluster, plans: list[WorkloadPlan]) -> tuple[l
         # Members agree on every gpu setting (a validation rule); sizing agrees because it sums them.
         lead = max(members, key=lambda p: ((p.gpus or 0), p.min_memory or 0, p.name))
         spec, names, sources = claim_spec_with_sources(lead, cluster)
-        name = hashed_name(group, spec)
+        name = hashed_name(group, name_basis(spec))
         member_names = sorted(p.name for p in members)
         objects.append(make_object(
             cluster.api.api_version, "ResourceClaim", name, namespace=namespace,

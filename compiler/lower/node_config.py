@@ -81,7 +81,7 @@ def operator_settings(cluster: ResolvedCluster) -> dict[str, Any]:
     """The ClusterPolicy fields gpuc owns; the same keys serve as Helm values and as a partial ClusterPolicy."""
     facts = gpu_operator()
     has_dra = bool(cluster.dra_pools)
-    has_device_plugin = any(not p.dra for p in cluster.pools)
+    has_device_plugin = any(p.device_plugin for p in cluster.pools)
     cdi: dict[str, Any] = {"enabled": True}
     if op_before(cluster, facts["cdiDefaultUntil"]):
         cdi["default"] = True  # before v25.10, cdi.enabled installs the specs and cdi.default makes the runtime use them
@@ -129,6 +129,8 @@ def pool_labels(cluster: ResolvedCluster) -> dict[str, dict[str, str]]:
             labels[facts["draNodeLabel"]] = "true"
             if cluster.mixed_allocation:
                 labels[facts["devicePluginDeployLabel"]] = "false"
+        elif not pool.device_plugin:  # held back by a staged change: neither plugin runs there
+            labels[facts["devicePluginDeployLabel"]] = "false"
         if pool.dra and pool.spec.passthrough:  # DCGM holds the GPUs the kubelet plugin must rebind to vfio-pci
             stack = "gpuCluster" if cluster.spec.gpu_operator.mode == "gpuCluster" else "clusterPolicy"
             labels.update(dict.fromkeys(facts["passthroughOperandsOff"][stack], "false"))
@@ -156,9 +158,15 @@ def gpu_cluster_values(cluster: ResolvedCluster, driver_values: dict[str, Any]) 
     # comes from the hosts, or from the NVIDIADriver resource the chart then creates.
     facts = gpu_operator()["gpuCluster"]
     driver = facts["operatorDriverValues"] if operator_installs_driver(cluster) else facts["hostDriverValues"]
-    return {"clusterPolicy": {"deployCR": False}, "gpuCluster": {"deployCR": True}, "draDriver": dra,
+    return {"clusterPolicy": {"deployCR": False}, "gpuCluster": {"deployCR": cluster.operator_resource}, "draDriver": dra,
             "hostPaths": {"driverInstallDir": cluster.spec.dra_driver.nvidia_driver_root}, **copy.deepcopy(driver),
             **operand_tolerations(cluster), **nfd_tolerations(cluster)}
+
+
+def held_resource(cluster: ResolvedCluster) -> dict[str, Any]:
+    """A staged change's step that holds the operator's custom resource back: the chart deploys no ClusterPolicy (GPU
+    Operator 26.7+, `clusterPolicy.deployCR`), so it is gone before the GPUCluster that replaces it comes."""
+    return {} if cluster.operator_resource else {"clusterPolicy": {"deployCR": False}}
 
 
 DEVICE_PLUGIN_VALUES = "values/nvidia-device-plugin.yaml"
@@ -191,7 +199,8 @@ def lower_node_config(cluster: ResolvedCluster, driver_values: dict[str, Any]
         releases.append(HelmRelease(
             name=facts["releaseName"], namespace=op.namespace,
             chart=ChartRef(facts["chart"]["name"], facts["chart"]["repository"], op.version or ""),
-            values={**settings, **nfd_tolerations(cluster)}, wave=Wave.CHARTS, component="gpu-operator", origin=ref))
+            values={**settings, **nfd_tolerations(cluster), **held_resource(cluster)}, wave=Wave.CHARTS, component="gpu-operator",
+            origin=ref))
     elif op.mode == "patch":
         objects.append(make_object(
             "nvidia.com/v1", "ClusterPolicy", facts["clusterPolicyName"], wave=Wave.NODE_CONFIG,

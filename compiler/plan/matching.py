@@ -55,7 +55,7 @@ def match_pools(cluster: ResolvedCluster, workload: GpuWorkload, class_require: 
     out = []
     for pool in cluster.pools:
         reason = ""
-        if not pool.dra:
+        if pool.spec.allocation != "dra":  # as the intent allocates it: a pool a step holds back serves later
             # a multi-node NVLink pool on the device plugin still gets its IMEX channels through DRA (the
             # driver with GPUs off and ComputeDomains on): whole GPUs as nvidia.com/gpu, nothing finer
             if not channel_only(pool, gpu):

@@ -223,6 +223,43 @@ class Budget(Model):
         return self
 
 
+class TransitionPool(Model):
+    allocation: Literal["dra", "devicePlugin", "none"] = Field(
+        description="who serves the pool's GPUs during this step: dra, devicePlugin, or none (neither: the pool is being "
+                    "handed from one to the other, and no new pod gets its GPUs until a later step)")
+
+
+class TransitionDriver(Model):
+    installed: bool = Field(description="false: no DRA driver release during this step (the previous one is removed before "
+                                        "the next is installed, so two kubelet plugins never serve one node)")
+
+
+class TransitionOperator(Model):
+    custom_resource: Literal["none"] = Field(
+        description="none: the GPU Operator chart deploys neither its ClusterPolicy nor its GPUCluster during this step "
+                    "(the two cannot coexist, so one is gone before the other comes)")
+
+
+class Transition(Model):
+    """One step of a staged change that cannot be applied as one safe commit (`gpuc upgrade` writes it; the last step
+    removes it). Only what differs from the rest of the intent during the step is here; everything else is the intent
+    as written."""
+
+    step: int = Field(ge=1, description="this step's number")
+    steps: int = Field(ge=2, description="how many steps the change takes (the last one is the intent without transition)")
+    change: str = Field(min_length=1, description="what the steps do, for the reviewer (gpuc upgrade writes it)")
+    dra_driver: TransitionDriver | None = Field(None, description="hold the DRA driver release back during this step")
+    gpu_operator: TransitionOperator | None = Field(None, description="hold the GPU Operator's custom resource back during this step")
+    node_pools: dict[DnsLabel, TransitionPool] = Field(default_factory=dict, description="per node pool name: its allocation "
+                                                                                     "during this step")
+
+    @model_validator(mode="after")
+    def _before_last(self) -> Transition:
+        if self.step >= self.steps:
+            raise ValueError(f"step {self.step} of {self.steps}: the last step is the intent without spec.transition; remove it")
+        return self
+
+
 class ClusterSpec(Model):
     kubernetes_version: str = Field(description='Kubernetes minor version of the cluster, quoted: "1.34"')
     provider: Literal["gke", "eks", "aks"] | None = Field(
@@ -241,6 +278,8 @@ class ClusterSpec(Model):
     acknowledge: list[Acknowledgement] = Field(default_factory=list, description="warnings accepted for this cluster, each with its reason")
     budgets: list[Budget] = Field(default_factory=list, description="per team namespace: the GPUs its claims may take (a ResourceQuota "
                                                                   "the API server enforces, checked by plan and render first)")
+    transition: Transition | None = Field(None, description="a step of a staged change (`gpuc upgrade`): what is held back "
+                                                              "during it; removed in the last step")
 
     @field_validator("kubernetes_version", mode="before")
     @classmethod

@@ -133,7 +133,24 @@ def resolve_cluster(intent: Intent[Cluster], findings: Findings, extra_models: d
         ok = False
     if not ok:
         return None
-    return ResolvedCluster(intent, api, line, tuple(pools), provider=spec.provider, dynamic_mig=dynamic)
+    step = spec.transition
+    if step is not None:
+        _check_transition(intent, step, {p.name for p in spec.node_pools}, findings)
+    return ResolvedCluster(intent, api, line, tuple(pools), provider=spec.provider, dynamic_mig=dynamic,
+                           driver_installed=not (step and step.dra_driver and not step.dra_driver.installed),
+                           operator_resource=not (step and step.gpu_operator))
+
+
+def _check_transition(intent: Intent[Cluster], step, pools: set[str], findings: Findings) -> None:
+    """A step names pools the cluster has and holds back only what the cluster deploys."""
+    for name in step.node_pools:
+        if name not in pools:
+            findings.add(intent.error(("spec", "transition", "nodePools", name), f"no node pool '{name}' in this cluster",
+                                      did_you_mean(name, pools) or f"pools: {', '.join(sorted(pools))}"))
+    if step.gpu_operator and intent.model.spec.gpu_operator.mode not in ("helm", "gpuCluster"):
+        findings.add(intent.error(("spec", "transition", "gpuOperator"),
+                                  f"gpuOperator.mode {intent.model.spec.gpu_operator.mode} deploys no GPU Operator chart whose "
+                                  "custom resource a step could hold back", "remove spec.transition.gpuOperator"))
 
 
 def dynamic_mig_gate(spec: ClusterSpec, line: DriverLine, pools: list[ResolvedPool]) -> bool:
@@ -229,7 +246,8 @@ def _resolve_pool(intent, pool, index, line, api, findings, extra_models: dict[s
             # it out (or back) does not repartition the GPUs
             same = sorted(name for name, named_mix in gpu.named_layouts().items() if dict(named_mix) == mix)
             layout, config = tuple(sorted(mix.items())), same[0] if same else f"gpuc-{pool.name}"
-    return ResolvedPool(pool, index, gpu, layout, dynamic, config)
+    held = intent.model.spec.transition.node_pools.get(pool.name) if intent.model.spec.transition else None
+    return ResolvedPool(pool, index, gpu, layout, dynamic, config, allocation=held.allocation if held else pool.allocation)
 
 
 def _mix_text(mix: dict[str, int]) -> str:

@@ -148,6 +148,11 @@ def slice_pools(ctx: StatusContext) -> None:
     dra = {p.name for p in ctx.compiled.cluster.dra_pools}
     if not dra:
         return
+    step = ctx.compiled.cluster.transition
+    if step is not None and not ctx.compiled.cluster.driver_runs:
+        ctx.add("resource-slices", "ok", f"no DRA driver runs during step {step.step} of {step.steps} ({step.change}): the DRA pools "
+                "publish nothing until a later step installs it")
+        return
     if not ctx.state.has(RESOURCE, "ResourceSlice"):
         ctx.skip("resource-slices", "ResourceSlices")
         return

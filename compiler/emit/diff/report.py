@@ -165,6 +165,14 @@ def _summary(diff: FleetDiff, changed: list[ClusterDiff]) -> list[str]:
                     for line in _capped([f"- **{c.name}** `{r.object}`: {r.effect}" for r in c.replacements], MAX_PER_CLUSTER)]
     if replacements:
         lines += ["", "### Replacements and disruptions (not updated in place)"] + replacements
+    staged = [line for c in changed for line in _capped([f"- **{c.name}**: {why}" for why in c.staged], MAX_PER_CLUSTER)]
+    if staged:
+        lines += ["", "### Not safe as one commit: stage it", "",
+                  f"A running cluster cannot take this change in one sync. `gpuc upgrade FLEET --base {diff.base} -o upgrade` "
+                  "writes the steps (one commit each, with what to check before and after each):", ""] + staged
+    left = [line for c in changed for line in _capped([f"- **{c.name}**: {o}" for o in c.orphans], MAX_PER_CLUSTER)]
+    if left:
+        lines += ["", "### Left behind after the sync (nothing deletes these)"] + left
     return lines
 
 
@@ -211,7 +219,7 @@ def cost_lines(changed: list[ClusterDiff]) -> list[str]:
 
 
 def _details(c: ClusterDiff) -> list[str]:
-    if not (c.intent or c.workloads or c.objects or c.releases):
+    if not (c.intent or c.workloads or c.objects or c.releases or c.prunes):
         return []
     lines = ["", f"<details><summary>{c.name}: details</summary>", ""]
     if c.intent:
@@ -224,6 +232,8 @@ def _details(c: ClusterDiff) -> list[str]:
             for status, key, fields in items[:MAX_LIST]:
                 lines += [f"- {status} `{key}`"] + _fields(fields)
             lines += [_more(len(items) - MAX_LIST)] if len(items) > MAX_LIST else []
+    if c.prunes:
+        lines += ["#### Deleted by the sync (Argo CD prunes them)"] + _capped([f"- {p}" for p in c.prunes])
     return lines + ["", "</details>"]
 
 
@@ -288,6 +298,9 @@ def _cluster_json(c: ClusterDiff) -> dict[str, Any]:
         "objects": [{"kind": o.kind, "namespace": o.namespace, "name": o.name, "oldName": o.old_name or None,
                      "status": o.status, "fields": [f.as_dict() for f in o.fields]} for o in c.objects],
         "releases": [{"release": r.name, "status": r.status, "fields": [f.as_dict() for f in r.fields]} for r in c.releases],
+        "staged": c.staged,
+        "prunes": c.prunes,
+        "orphans": c.orphans,
     }
 
 

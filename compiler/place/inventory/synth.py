@@ -487,7 +487,7 @@ def synthesize(cluster: ResolvedCluster, chart_values: dict[str, Any],
     nodes: list[NodeInfo] = []
     templates = itertools.count()
     cd_driver, cd_devices = _compute_domain_devices(templates) if setup.compute_domains else ("", [])
-    for pool in cluster.dra_pools:
+    for pool in cluster.dra_pools if cluster.driver_runs else ():
         mates = cluster.node_mates(pool)
         if mates[0] is not pool:
             continue  # its nodes were built with the first pool on them: one driver pool per node holds every GPU

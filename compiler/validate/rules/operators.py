@@ -156,7 +156,7 @@ def _check_gpu_cluster_mode(cluster: ResolvedCluster, findings: Findings) -> Non
                                       f"node pool '{pool.name}' has a static MIG layout, but in gpuOperator.mode gpuCluster the GPU Operator "
                                       "runs no MIG Manager to partition the GPUs",
                                       "use `mig: {layout: dynamic}` (the DRA driver creates MIG devices per claim), or gpuOperator.mode helm"))
-        if not pool.dra:
+        if pool.spec.allocation != "dra":
             findings.add(intent.error(pool.path + ("allocation",),
                                       f"node pool '{pool.name}' is allocated by the device plugin, which a GPUCluster does not run "
                                       "(it cannot coexist with the ClusterPolicy that does)",

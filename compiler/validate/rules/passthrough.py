@@ -51,7 +51,7 @@ def _check_pools(cluster: ResolvedCluster, findings: Findings) -> None:
     passthrough = [p for p in cluster.pools if p.spec.passthrough]
     for pool in passthrough:
         here = pool.path + ("passthrough",)
-        if not pool.dra:
+        if pool.spec.allocation != "dra":
             findings.add(intent.error(here, f"node pool '{pool.name}' is allocated by the device plugin; passthrough GPUs come "
                                             "from the DRA driver", "set allocation: dra, or drop passthrough"))
         if pool.spec.mig is not None:
