@@ -60,7 +60,7 @@ def _from_cwd(file: str) -> str:
     if _fleet_root is None or not file or os.path.isabs(file) or file.startswith(("(", "<")):
         return file
     path = _fleet_root / file
-    if not os.path.exists(path):
+    if not os.path.lexists(path):
         return file  # not a fleet file: an export named from the working directory, ref:path of a diff base
     rel = os.path.relpath(path)
     shown = os.path.abspath(path) if rel.startswith(os.pardir + os.sep + os.pardir) else rel  # far away: absolute reads better

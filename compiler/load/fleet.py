@@ -49,10 +49,29 @@ def read_serially(files: list[tuple[Path, str]], read: ReadOne, meanwhile: Calla
             yield False, exc.diagnostics
 
 
-def yaml_files(directory: Path, recursive: bool) -> list[Path]:
-    """The YAML files in `directory` (and, `recursive`, below it; symbolic links to directories are not entered),
-    sorted. A directory that cannot be read raises OSError: a workload folder skipped in silence would vanish
-    from the render, and Argo CD would prune what it held."""
+class UnreadableEntry(OSError):
+    """An entry of a fleet directory gpuc would read and cannot: a symbolic link to nothing (or to a directory, which
+    is never followed), or a YAML name on something that is not a regular file."""
+
+
+def _unreadable(entry: os.DirEntry, recursive: bool) -> str:
+    """Why gpuc cannot read this entry, or "" when it can (or it is not one gpuc reads)."""
+    yaml_name = Path(entry.name).suffix in YAML_SUFFIXES
+    if entry.is_symlink():
+        target = os.readlink(entry.path)
+        if not os.path.exists(entry.path):
+            return f"is a symbolic link to '{target}', which does not exist"
+        if recursive and entry.is_dir():
+            return f"is a symbolic link to the directory '{target}', which gpuc does not follow (it could lead out of the fleet)"
+    if yaml_name and not entry.is_file() and not (recursive and entry.is_dir()):
+        return "is not a regular file"
+    return ""
+
+
+def yaml_files(directory: Path, recursive: bool, problems: list[tuple[Path, str]] | None = None) -> list[Path]:
+    """The YAML files in `directory` (and, `recursive`, below it), sorted. An entry that cannot be read (a directory,
+    or one that _unreadable names) goes to `problems`, or raises OSError without it: a workload folder or file
+    skipped in silence would vanish from the render, and Argo CD would prune what it held."""
     if not directory.is_dir():
         return []
     files: list[Path] = []
@@ -63,10 +82,17 @@ def yaml_files(directory: Path, recursive: bool) -> list[Path]:
             with os.scandir(current) as entries:
                 for e in entries:
                     path = Path(e.path)
-                    if recursive and e.is_dir(follow_symlinks=False):
+                    why = _unreadable(e, recursive)
+                    if why and problems is None:
+                        raise UnreadableEntry(0, why, e.path)
+                    if why:
+                        problems.append((path, why))  # type: ignore[union-attr]
+                    elif recursive and e.is_dir(follow_symlinks=False):
                         pending.append(path)
                     elif path.suffix in YAML_SUFFIXES and path.is_file():
                         files.append(path)
+        except UnreadableEntry:
+            raise
         except OSError as exc:
             exc.filename = str(current)
             raise
@@ -138,15 +164,22 @@ def read_documents(path: Path, display: str) -> list[SourceDoc]:
 
 
 def _listed(root: Path, directory: Path, recursive: bool, findings: Findings) -> list[Path]:
-    """yaml_files, where a directory that cannot be read is an error like a file that cannot be read."""
+    """yaml_files, where an entry or a directory that cannot be read is an error like a file that cannot be read."""
+    problems: list[tuple[Path, str]] = []
     try:
-        return yaml_files(directory, recursive)
+        files = yaml_files(directory, recursive, problems)
     except OSError as exc:
         where = Path(exc.filename or directory)
         shown = where.relative_to(root).as_posix() if where.is_relative_to(root) else str(where)
         findings.add(Diagnostic(shown, 0, "(directory)", f"cannot read directory: {exc.strerror or exc}",
                                 "give the user running gpuc read access to it, or move what it holds out of the fleet"))
         return []
+    for path, why in problems:
+        hint = ("put the directory itself (not a link to it) under workloads/" if path.is_symlink() and path.is_dir() else
+                "point the link at a file inside the fleet, or delete it" if path.is_symlink() else
+                "replace it with a YAML file, or move it out of the fleet")
+        findings.add(Diagnostic(path.relative_to(root).as_posix(), 0, "(file)", why, hint))
+    return files
 
 
 def load_fleet(root: str | os.PathLike[str], meanwhile: Meanwhile | None = None,
