@@ -46,6 +46,10 @@ class Fleet:
     clusters: dict[str, Intent[Cluster]] = field(default_factory=dict)
     workloads: list[Intent[GpuWorkload]] = field(default_factory=list)
     classes: dict[str, Intent[GpuDeviceClass]] = field(default_factory=dict)
+    # documents that did not become an intent (invalid, or a name defined twice): the rest is still compiled
+    # (validate.partial), and the namespaces their workloads would use are `incomplete` (no rule calls them unused)
+    unvalidated: list[SourceDoc] = field(default_factory=list)
+    incomplete: frozenset[str] = frozenset()
     _by_cluster: dict[str, list[Intent[GpuWorkload]]] | None = field(default=None, repr=False)
     _by_file: dict[str, tuple[list[int], list[Intent[Any]]]] | None = field(default=None, repr=False)
 
@@ -283,17 +287,19 @@ def build_fleet(files: FleetFiles, findings: Findings,
         return result
 
     for doc in files.clusters:
-        if (c := checked(doc, ("Cluster",), "clusters/").model) is not None:
-            if register(("Cluster", c.metadata.name), doc):
-                fleet.clusters[c.metadata.name] = Intent(c, doc)
+        if (c := checked(doc, ("Cluster",), "clusters/").model) is not None and register(("Cluster", c.metadata.name), doc):
+            fleet.clusters[c.metadata.name] = Intent(c, doc)
+        else:
+            fleet.unvalidated.append(doc)
     for doc in files.workloads:
         result = checked(doc, WORKLOAD_KINDS, "workloads/")
-        if result.kind == "GpuWorkload" and (w := result.model) is not None:
-            if register(("GpuWorkload", f"{w.metadata.namespace}/{w.metadata.name}"), doc):
-                fleet.workloads.append(Intent(w, doc))
-        elif result.kind == "GpuDeviceClass" and (k := result.model) is not None:
-            if register(("GpuDeviceClass", k.metadata.name), doc):
-                fleet.classes[k.metadata.name] = Intent(k, doc)
+        if result.kind == "GpuWorkload" and (w := result.model) is not None \
+                and register(("GpuWorkload", f"{w.metadata.namespace}/{w.metadata.name}"), doc):
+            fleet.workloads.append(Intent(w, doc))
+        elif result.kind == "GpuDeviceClass" and (k := result.model) is not None and register(("GpuDeviceClass", k.metadata.name), doc):
+            fleet.classes[k.metadata.name] = Intent(k, doc)
+        else:
+            fleet.unvalidated.append(doc)
     findings.redact(secrets)
     fleet.clusters = dict(sorted(fleet.clusters.items()))
     fleet.classes = dict(sorted(fleet.classes.items()))
