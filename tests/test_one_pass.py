@@ -76,6 +76,30 @@ def test_a_rule_error_sets_its_workload_aside_and_compiles_the_rest(fleet, monke
     assert _errors(result.err) == ["clusters/c1.yaml:29: spec.budgets[0].devices.gpu.nvidia.com", "workloads/a.yaml:9: spec.gpu.class"]
 
 
+# ------------------------------------------------------------------------------------- budgets nobody uses
+
+def test_a_budget_on_a_namespace_no_workload_uses_warns_with_did_you_mean(fleet, monkeypatch):
+    doc = cluster_doc(budgets=[{"namespace": "research", "devices": {"gpu.nvidia.com": 4}},
+                               {"namespace": "reserch", "devices": {"gpu.nvidia.com": 4}}])
+    workloads = {"w.yaml": [workload_doc("example", "research", gpu={"count": 1})]}
+    root = fleet(clusters=[doc], workloads=workloads)
+    monkeypatch.chdir(root)
+    result = gpuc("validate", ".")
+    assert result.code == 0
+    (line,) = [line for line in result.err.splitlines() if ": warning: " in line]
+    assert line.startswith("clusters/c1.yaml:") and "spec.budgets[1].namespace: no workload of this fleet runs in namespace 'reserch'" in line
+    assert line.endswith("[unused-budget]") and "hint: did you mean 'research'?" in result.err
+    doc["spec"]["acknowledge"].append({"warning": "unused-budget", "namespaces": ["reserch"], "reason": "their own notebooks claim there"})
+    assert gpuc("validate", fleet(clusters=[doc], workloads=workloads)).err == ""
+
+
+def test_a_budget_whose_only_workload_is_broken_is_not_called_unused(fleet, monkeypatch):
+    doc = cluster_doc(budgets=[{"namespace": "research", "devices": {"gpu.nvidia.com": 4}}])
+    root = fleet(clusters=[doc], workloads={"w.yaml": [workload_doc("example", "research", gpu={"count": 1, "sharng": "MPS"})]})
+    result = gpuc("validate", root)
+    assert result.code == 2 and "unused-budget" not in result.err and "sharng" in result.err
+
+
 # ------------------------------------------------------------------------------------- entries gpuc cannot read
 
 @pytest.mark.parametrize("make, why", [

@@ -182,7 +182,7 @@ class Charts(Model):
 
 
 AckCode = Literal["unchecked-crds", "driver-fork", "helm-capabilities", "dra-beta", "mig-mode", "unknown-release", "driver-upgrade",
-                  "device-plugin-off"]
+                  "device-plugin-off", "unused-budget"]
 
 
 class Acknowledgement(Model):
@@ -196,8 +196,12 @@ class Acknowledgement(Model):
                                          "unknown-release (a DRA driver or GPU Operator version newer than gpuc's facts), "
                                          "driver-upgrade (GPU driver upgrades by the operator while the DRA kubelet plugin runs), "
                                          "device-plugin-off (gpuOperator.mode none: the team keeps the other install's device "
-                                         "plugin off the DRA pools)")
+                                         "plugin off the DRA pools), "
+                                         "unused-budget (a budget on a namespace where no workload of this fleet runs: the "
+                                         "team's own pods claim there)")
     kinds: list[str] | None = Field(None, description="unchecked-crds only: the kinds accepted unchecked (default: every kind)")
+    namespaces: list[str] | None = Field(None, description="unused-budget only: the budgeted namespaces accepted without a "
+                                                           "workload of this fleet (default: every budgeted namespace)")
     reason: str = Field(min_length=1, description="why it is accepted, for the reviewer who reads this file next")
 
 
@@ -249,8 +253,9 @@ class ClusterSpec(Model):
             raise ValueError(f"write the version as a string, \"{text}\": YAML reads {text} as the number {v}")
         return v
 
-    def acknowledged(self, code: str, kind: str | None = None) -> bool:
-        return any(a.warning == code and (kind is None or a.kinds is None or kind in a.kinds) for a in self.acknowledge)
+    def acknowledged(self, code: str, kind: str | None = None, namespace: str | None = None) -> bool:
+        return any(a.warning == code and (kind is None or a.kinds is None or kind in a.kinds)
+                   and (namespace is None or a.namespaces is None or namespace in a.namespaces) for a in self.acknowledge)
 
 
 class Cluster(Model):
