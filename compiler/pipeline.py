@@ -19,6 +19,7 @@ from pathlib import Path
 from .cache.keys import digest
 from .cache.plan import BuildPlan, Settings, safe_plan
 from .cache.store import CacheStore
+from .check.budgets import budget_use
 from .check.gate import ClusterOutcome, CompiledFleet, OutputRejected
 from .check.model import NO_PREVIOUS, CheckOptions, ClusterContext, PreviousObjects
 from .check.placement import check_placement
@@ -155,13 +156,14 @@ class _Job:
             (outcome.rejected if d.severity == "error" else outcome.warnings).append(d)
         if placement is None:
             placement = place()
-        if options.detail:
-            placement = with_headroom(compiled, placement, live=options.state is not None)
+        if options.detail:  # what is left: per pool, and per team budget
+            placement = dataclasses.replace(with_headroom(compiled, placement, live=options.state is not None),
+                                            budgets=tuple(budget_use(compiled)))
         outcome.unplaced = len(placement.unplaced)
         outcome.rejected.extend(check_placement(compiled, placement))  # what works on one node only
         problems = placement.diagnostics()
         if options.allow_infeasible:
-            outcome.warnings.extend(Diagnostic(d.file, d.line, d.path, d.message, d.hint, "warning") for d in problems)
+            outcome.warnings.extend(dataclasses.replace(d, severity="warning") for d in problems)
         else:
             outcome.infeasible.extend(problems)
         if outcome.rejected and not options.detail:
