@@ -503,6 +503,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .emit.diff.gates import GATES
+
     parser = argparse.ArgumentParser(prog="gpuc", description="Compile GPU intents into the Kubernetes DRA stack.")
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -581,7 +583,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_checks(diff, jobs=False)
     diff.add_argument("--fail-on", type=_gates, action="extend", default=[], metavar="CONDITIONS",
                       help="exit 1 when the diff has any of these conditions (comma-separated, repeatable): "
-                           "any, replacement, gpu-increase, infeasible, cluster-removed")
+                           + ", ".join(GATES))
     add_state(diff)
     add_cache(diff)
     status = add("status", cmd_status, "check the running cluster against the fleet: DRA served, DeviceClasses, CDI, "

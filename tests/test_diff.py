@@ -162,7 +162,7 @@ def test_change_that_makes_the_plan_infeasible(repo):
                                                     gpu={"count": 1, "require": {"minMemory": "100Gi"}})])
     result = diff(repo, "--fail-on", "infeasible")
     assert result.code == 1
-    assert "| c1 | changed | - | 1 changed | - | - | GPUs 2 -> ?<br>MIG 3g.40gb 1 -> ? | fits -> **does not fit** | - |" in result.out
+    assert "| c1 | changed | - | 1 changed | - | - | GPUs 2 -> ?<br>MIG 3g.40gb 1 -> ? | fits -> **does not fit** (1 workload finding(s) below) | - |" in result.out
     assert "### Does not fit" in result.out
     assert "no node pool of cluster 'c1' can serve this workload" in result.out
     assert diff(repo).code == 0, "without --fail-on the report is informational"
@@ -308,7 +308,7 @@ def test_a_change_the_allocator_cannot_place(repo):
     result = diff(repo, "--fail-on", "infeasible")
     assert result.code == 1
     out = result.out
-    assert "| c2 | changed | - | 1 changed | 1 changed | - | GPUs 2 -> 20 (+18) | fits -> **does not fit** | - |" in out
+    assert "| c2 | changed | - | 1 changed | 1 changed | - | GPUs 2 -> 20 (+18) | fits -> **does not fit**: add " in out
     assert "- **c2**: 4 pod(s) of `nim/chat` cannot be placed: request 'gpu' of chat needs 1 free device" in out  # folded
     assert "### Capacity after the change" in out
     assert "| h100 | 2 | 16 | 2 -> 16 |" in out  # c2's only pool fills up
@@ -423,8 +423,8 @@ def test_the_cost_of_a_change_per_pool_with_the_nodes_to_add(repo):
     result = diff(repo)
     head = result.out.split("### Cost of this change", 1)
     assert len(head) == 2 and "| cluster | status |" not in head[0], "the cost table comes first"
-    assert "| c1 | h100 | 10 -> 16 (+6) | 10 -> 16 (+6) devices | 0 | **no** |" in result.out, result.out
-    assert "- **c1** does not fit: add 3 nodes to pool h100 (24 GPUs)" in result.out
+    assert "| c1 | h100 | 10 -> 16 (+6) | 10 -> 16 (+6) devices | 0 |" in result.out, result.out
+    assert "- **c1**: **does not fit**: add 3 nodes to pool h100 (24 GPUs)" in result.out, "one verdict per cluster"
     data = json.loads(diff(repo, "--output", "json").out)
     cost = next(c for c in data["clusters"] if c["cluster"] == "c1")["cost"]
     assert cost["fits"] is False and cost["add"] == [{"pool": "h100", "nodes": 3, "gpus": 24}]
@@ -441,7 +441,11 @@ def test_the_cost_names_the_budgets_a_change_takes_a_team_over_in_every_output(r
     edit(repo, "workloads/train.yaml", [workload_doc("train", "research", clusters=["c1"], replicas=1, gpu={"count": 8}),
                                         workload_doc("extra", "research", clusters=["c1"], replicas=1, gpu={"count": 2})])
     result = diff(repo)
-    assert "- **c1** budget namespace `research`: gpu.nvidia.com devices 8 -> 10 of 8 (over by 2)" in result.out, result.out
+    assert "- **c1**: **over budget**: `research` gpu.nvidia.com devices 10 of 8\n" in result.out, result.out
+    assert "  - budget namespace `research`: gpu.nvidia.com devices 8 -> 10 of 8 (over by 2)" in result.out
+    assert "| fits -> **over budget**: `research` gpu.nvidia.com devices 10 of 8 |" in result.out, "not 'fits' beside 'output refused'"
+    assert diff(repo).code == 0 and diff(repo, "--fail-on", "budget").code == 1
+    assert "--fail-on budget tripped: a team over its budget: research on c1" in diff(repo, "--fail-on", "budget").err
     github = diff(repo, "--output", "github").out
     assert "::warning file=" in github and "clusters/c1.yaml,line=" in github
     assert "budget namespace 'research'%3A gpu.nvidia.com devices 8 -> 10 of 8 (over by 2)" in github or \
@@ -456,4 +460,19 @@ def test_a_change_that_fits_is_a_note_in_annotations(repo):
     edit(repo, "workloads/train.yaml", _trainer(1))
     result = diff(repo, "--output", "github")
     assert result.code == 0
-    assert "::notice file=" in result.out and "cluster c1 fits; pool h100: GPUs 2 -> 10 (+8)" in result.out, result.out
+    assert "::notice file=" in result.out and "cluster c1: fits; pool h100: GPUs 2 -> 10 (+8)" in result.out, result.out
+
+
+def test_one_verdict_per_cluster_counts_the_budgets(repo):
+    """Issue 46: not "fits: yes" beside "output refused", but one verdict that says a change fits and stays within budgets."""
+    budget = {"namespace": "research", "devices": {"gpu.nvidia.com": 12}}
+    edit(repo, "clusters/c1.yaml", [cluster_doc("c1", pools=[H100, A100_MIG], budgets=[budget])])
+    edit(repo, "workloads/train.yaml", _trainer(1))
+    git(repo, "add", "-A")
+    rebase(repo, "a budget and one trainer")
+    edit(repo, "workloads/train.yaml", [*_trainer(1), workload_doc("extra", "research", clusters=["c1"], gpu={"count": 2})])
+    result = diff(repo)
+    assert "- **c1**: fits and within budgets\n  - budget namespace `research`: gpu.nvidia.com devices 8 -> 10 of 12 (2 left)\n" in result.out
+    assert "| fits -> fits and within budgets |" in result.out
+    assert diff(repo, "--fail-on", "budget,infeasible").code == 0
+
