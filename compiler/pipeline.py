@@ -25,7 +25,7 @@ from .check.model import NO_PREVIOUS, CheckOptions, ClusterContext, PreviousObje
 from .check.placement import check_placement
 from .check.run import check_cluster, cluster_catalog
 from .check.status import Finding, StatusReport, cluster_status
-from .diagnostics import Diagnostic, Findings, InputError
+from .diagnostics import Diagnostic, Findings, InputError, tagged
 from .emit.diff.compare import ClusterDiff, FleetDiff, compare
 from .emit.previous import PreviousTree
 from .emit.tree import cluster_files
@@ -85,7 +85,9 @@ def validate_clusters(source: str | os.PathLike[str] | FleetFiles,
     if findings.errors:  # documents that did not validate: the clusters they concern are set aside, not the fleet
         clusters, namespaces = partial.from_documents(fleet, fleet.unvalidated)
         fleet = partial.without(fleet, clusters, namespaces=namespaces)
+    start = len(findings)
     resolved = resolve_clusters(fleet, findings, models_from_state(state), {only: provider_from_state(state)} if only else {})
+    findings.tag_since(start, "cluster")
     if findings.errors:
         check_intents(fleet, resolved, findings)  # every mistake in one run
     return fleet, resolved, findings
@@ -104,6 +106,7 @@ def compile_cluster(cluster: ResolvedCluster, fleet: Fleet) -> tuple[CompiledClu
     """Plan and lower one cluster; the findings say why it could not be compiled, if it could not."""
     findings = Findings()
     plan = plan_cluster(cluster, fleet, findings)
+    findings.tag_since(0, "sizing")
     return (None if findings.errors else lower_cluster(plan, fleet)), findings
 
 
@@ -160,8 +163,8 @@ class _Job:
             placement = dataclasses.replace(with_headroom(compiled, placement, live=options.state is not None),
                                             budgets=tuple(budget_use(compiled)))
         outcome.unplaced = len(placement.unplaced)
-        outcome.rejected.extend(check_placement(compiled, placement))  # what works on one node only
-        problems = placement.diagnostics()
+        outcome.rejected.extend(tagged(check_placement(compiled, placement), "placement"))  # what works on one node only
+        problems = tagged(placement.diagnostics(), "placement")
         if options.allow_infeasible:
             outcome.warnings.extend(dataclasses.replace(d, severity="warning") for d in problems)
         else:

@@ -476,3 +476,19 @@ def test_one_verdict_per_cluster_counts_the_budgets(repo):
     assert "| fits -> fits and within budgets |" in result.out
     assert diff(repo, "--fail-on", "budget,infeasible").code == 0
 
+
+def test_sarif_gives_each_kind_of_finding_its_own_rule(tmp_path, monkeypatch):
+    """Code scanning groups and dismisses findings by rule: a schema error, a budget over its limit, a pod that cannot be
+    placed and an acknowledgeable warning are four rules, each described."""
+    budgets = [{"namespace": "team", "devices": {"gpu.nvidia.com": 1}}, {"namespace": "teem", "claims": 1}]
+    root = write_fleet(tmp_path / "fleet", [cluster_doc(budgets=budgets)], {
+        "a.yaml": [workload_doc("bad", "other", gpu={"count": 1, "sharng": "MPS"})],
+        "b.yaml": [workload_doc("big", "team", replicas=3, gpu={"count": 8})]})
+    monkeypatch.chdir(root)
+    report = json.loads(gpuc("validate", ".", "--output", "sarif").out)["runs"][0]
+    by_rule = {r["ruleId"]: r["message"]["text"].split(":")[0] for r in report["results"]}
+    assert by_rule == {"gpuc/schema": "spec.gpu.sharng", "gpuc/output/budgets": "spec.budgets[0].devices.gpu.nvidia.com",
+                       "gpuc/placement": "spec.gpu", "unused-budget": "spec.budgets[1].namespace"}, by_rule
+    described = {r["id"]: r["shortDescription"]["text"] for r in report["tool"]["driver"]["rules"]}
+    assert described["gpuc/placement"] == "pods that cannot be placed on the cluster's devices"
+    assert described["gpuc/output/budgets"] == "output check: budgets" and len(set(described.values())) == 4

@@ -172,7 +172,7 @@ def test_ci_formats_put_findings_on_their_lines(tmp_path, monkeypatch):
     report = json.loads(gpuc("validate", "fleet", "--output", "sarif").out)
     assert report["version"] == "2.1.0"
     (result,) = report["runs"][0]["results"]
-    assert result["level"] == "error" and result["ruleId"] == "gpuc"
+    assert result["level"] == "error" and result["ruleId"] == "gpuc/schema"
     assert result["locations"][0]["physicalLocation"] == {"artifactLocation": {"uri": "fleet/workloads/w.yaml"}, "region": {"startLine": 8}}
     doc = cluster_doc(driver="25.8.1", kubernetes="1.33", draDriver={"fabric": "topologyConfig"})
     write_fleet(tmp_path / "fork", [doc], {})

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..diagnostics import Diagnostic, Findings, InputError
+from ..diagnostics import Diagnostic, Findings, InputError, tagged
 from .yaml_source import SourceDoc, decode, parse_documents
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -234,5 +234,6 @@ def load_fleet(root: str | os.PathLike[str], meanwhile: Meanwhile | None = None,
     if select is not None:
         workload_files = [f for f in workload_files if select(f.relative_to(root).as_posix())]
     workloads = collect(workload_files, start_meanwhile if meanwhile else None, keep)
+    findings.tag_since(0, "files")
     findings.raise_if_errors()
-    return FleetFiles(root, clusters, workloads, unread(root))
+    return FleetFiles(root, clusters, workloads, tagged(unread(root), "files"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import types
 import typing
 from collections.abc import Callable
@@ -12,7 +13,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..diagnostics import Diagnostic, Findings, did_you_mean, format_path, one_of
+from ..diagnostics import Diagnostic, Findings, did_you_mean, format_path, one_of, tagged
 from ..diagnostics import Path as FieldPath
 from ..load.fleet import FleetFiles
 from ..load.yaml_source import SourceDoc
@@ -241,9 +242,10 @@ class CheckedDocument:
 def check_document(doc: SourceDoc, allowed: tuple[str, ...], where: str) -> CheckedDocument:
     findings = Findings()
     found, secrets = scan_document(doc)
-    findings.extend(found)
+    findings.extend(tagged(found, "secrets"))
     kind = _header(doc, allowed, where, findings)
     model = _validate(doc, _MODELS[kind], findings) if kind is not None else None
+    findings.tag_since(0, "schema")
     return CheckedDocument(kind, model, findings.all(), secrets)
 
 
@@ -272,8 +274,9 @@ def build_fleet(files: FleetFiles, findings: Findings,
     def register(key: tuple[str, str], doc: SourceDoc) -> bool:
         if key in first_seen:
             other = first_seen[key]
-            findings.add(doc.error(("metadata", "name"), f"duplicate {key[0]} '{key[1]}' (also defined at {other.file}:{other.line_of(('metadata', 'name'))})",
-                                   "names must be unique in the fleet; rename one of them"))
+            where = f"{other.file}:{other.line_of(('metadata', 'name'))}"
+            findings.add(dataclasses.replace(doc.error(("metadata", "name"), f"duplicate {key[0]} '{key[1]}' (also defined at {where})",
+                                                       "names must be unique in the fleet; rename one of them"), rule="names"))
             return False
         first_seen[key] = doc
         return True

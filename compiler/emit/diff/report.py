@@ -349,5 +349,5 @@ def cost_diagnostics(diff: FleetDiff) -> list[Diagnostic]:
         message = f"cluster {c.name}: {'; '.join(reasons)}".replace("**", "") + (f"; {pools}" if pools else "")
         message += "".join(f"; budget {budget_text(b)}" for b in cost.budgets)
         severity = "warning" if cost.fits is False or any(b.over for b in cost.budgets) else "note"
-        out.append(Diagnostic(file, line, "metadata.name", message.replace("`", "'"), "", severity))  # type: ignore[arg-type]
+        out.append(Diagnostic(file, line, "metadata.name", message.replace("`", "'"), "", severity, rule="cost"))  # type: ignore[arg-type]
     return out
