@@ -288,16 +288,21 @@ def test_example_ci_files_parse_and_match_the_rendered_layout():
     examples = REPO / "examples" / "ci"
     diff_flow = yaml.safe_load((examples / "github" / "gpuc-diff.yaml").read_text())
     steps = " ".join(str(s.get("run", "")) for s in diff_flow["jobs"]["diff"]["steps"])
-    assert "gpuc diff intents --base" in steps and "--fail-on" in steps
+    assert "gpuc diff . --base" in steps and "--fail-on infeasible,budget" in steps  # the fleet at the root, as gpuc init lays it out
     assert "```text" in steps and "gpuc-diff.err" in steps, "on exit 2 the diagnostics are posted, not an empty body"
     assert "--edit-last" not in steps and "$MARKER" in steps, "the sticky comment is found by its marker"
-    assert ".github/workflows/gpuc-diff.yaml" in diff_flow[True]["pull_request"]["paths"]  # `on:` parses as True
+    assert ".github/workflows/gpuc-*.yaml" in diff_flow[True]["pull_request"]["paths"]  # `on:` parses as True
+    assert diff_flow["env"]["GPUC"] == "${{ vars.GPUC }}" and 'pip install "$GPUC"' in steps, "a pinned gpuc, no placeholder URL"
     assert "pull_request_target" in (examples / "github" / "gpuc-diff.yaml").read_text()
     render_flow = yaml.safe_load((examples / "github" / "gpuc-render.yaml").read_text())
     render_steps = " ".join(str(s.get("run", "")) for s in render_flow["jobs"]["render"]["steps"])
-    assert "gpuc render intents -o rendered" in render_steps
+    assert "gpuc render . -o rendered" in render_steps
     assert "git pull --rebase origin main" in render_steps and "for attempt in" in render_steps
-    assert ".github/workflows/gpuc-render.yaml" in render_flow[True]["push"]["paths"]
+    assert ".github/workflows/gpuc-*.yaml" in render_flow[True]["push"]["paths"]
+    from compiler.emit.scaffold import workflows
+
+    shipped = {f".github/workflows/{p.name}": p.read_text() for p in (examples / "github").glob("*.yaml")}
+    assert shipped == workflows(), "examples/ci/github holds what gpuc init --ci github writes"
     appset = yaml.safe_load((examples / "argocd" / "applicationset.yaml").read_text())
     assert appset["spec"]["generators"][0]["git"]["directories"] == [{"path": "rendered/*"}]
     assert appset["spec"]["template"]["spec"]["source"]["path"] == "{{ .path.path }}/argocd"

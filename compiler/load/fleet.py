@@ -130,7 +130,7 @@ def unread(root: Path) -> list[Diagnostic]:
     for path in sorted(root.iterdir(), key=lambda p: p.name):
         if path.name.startswith(".") or path.is_symlink():
             continue
-        if path.is_file() and path.suffix in YAML_SUFFIXES and path.stem != "kustomization":
+        if path.is_file() and path.suffix in YAML_SUFFIXES and path.stem != "kustomization" and not _pulumi_file(path.name):
             found.append(Diagnostic(path.name, 0, "(file)", "not read: intents live in clusters/ and workloads/",
                                     "move it to clusters/ (a Cluster) or workloads/ (GpuWorkload, GpuDeviceClass)", "warning"))
         elif path.is_dir() and path.name not in LAYOUT and (near := _near_miss(path.name)) and _readable_yaml(path):
@@ -142,6 +142,11 @@ def unread(root: Path) -> list[Diagnostic]:
     found += [Diagnostic(p.relative_to(root).as_posix(), 0, "(file)", "not read: Cluster files sit directly in clusters/",
                          "move it up to clusters/", "warning") for p in nested]
     return found
+
+
+def _pulumi_file(name: str) -> bool:
+    """A Pulumi project or stack file: a fleet repository that applies its clusters with Pulumi keeps them at its root."""
+    return name.split(".")[0] == "Pulumi"
 
 
 def _escapes(root: Path, file: Path) -> bool:
