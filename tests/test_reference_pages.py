@@ -115,3 +115,16 @@ def test_init_the_new_cluster_page_and_the_readme_take_the_same_versions(tmp_pat
     assert cluster["spec"]["draDriver"]["version"] == choice.driver and cluster["spec"]["gpuOperator"]["version"] == choice.operator
     assert "how-to/new-cluster.md" in readme
 
+
+def test_the_commands_page_is_what_the_parser_generates():
+    """docs/reference/commands.md was hand-written and missed flags (issue 46): it is now the CLI's parser, every option."""
+    from compiler.cli import build_parser
+    from compiler.emit.commands import REGENERATE, commands_page
+
+    parser = build_parser()
+    page = _page("commands.md")
+    assert page == commands_page(parser), f"docs/reference/commands.md is stale: run `{REGENERATE}`"
+    every = {o for action in parser._subparsers._group_actions for sub in action.choices.values()  # type: ignore[union-attr]
+             for a in sub._actions for o in a.option_strings if o not in ("-h", "--help")}
+    assert {"--fail-on", "--allow-infeasible", "--no-cache", "--repo-url", "--ci", "--new-cluster", "--previous"} <= every
+    assert all(f"`{option}`" in page for option in every)
