@@ -83,7 +83,7 @@ def validate_clusters(source: str | os.PathLike[str] | FleetFiles,
     findings.extend(files.warnings)
     fleet = build_fleet(files, findings, checked_early)
     if findings.errors:  # documents that did not validate: the clusters they concern are set aside, not the fleet
-        clusters, namespaces = partial.from_documents(fleet, fleet.unvalidated)
+        clusters, namespaces = partial.from_documents(fleet.unvalidated)
         fleet = partial.without(fleet, clusters, namespaces=namespaces)
     start = len(findings)
     resolved = resolve_clusters(fleet, findings, models_from_state(state), {only: provider_from_state(state)} if only else {})

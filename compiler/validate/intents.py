@@ -216,7 +216,8 @@ class Budget(Model):
     devices: dict[DnsSubdomain, Annotated[int, Field(ge=0, le=1_000_000)]] = Field(
         default_factory=dict, description="per DeviceClass (gpu.nvidia.com, mig.nvidia.com, a GpuDeviceClass of this fleet): the devices "
                                           "the namespace's claims may request; a MIG slice is one device of mig.nvidia.com, a "
-                                          "shared GPU counts once per claim")
+                                          "shared GPU counts once per claim; every other class that selects devices of a type "
+                                          "listed here (a whole GPU, a MIG slice) is held at 0, so no class name escapes the budget")
     claims: int | None = Field(None, ge=0, le=1_000_000, description="ResourceClaims the namespace may hold (every class)")
 
     @model_validator(mode="after")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from ..diagnostics import Diagnostic
 from ..load.yaml_source import SourceDoc
-from .documents import Fleet, Intent, target_clusters
+from .documents import Fleet, Intent
 from .intents import Cluster, GpuDeviceClass
 
 EVERY = "*"  # an unknown cluster or namespace: it may be any
@@ -50,7 +50,7 @@ def _raw_targets(doc: SourceDoc) -> set[str]:
     return {EVERY}
 
 
-def from_documents(fleet: Fleet, failed: Iterable[SourceDoc]) -> tuple[set[str], set[str]]:
+def from_documents(failed: Iterable[SourceDoc]) -> tuple[set[str], set[str]]:
     """(clusters, namespaces) that documents which did not validate leave incomplete."""
     clusters: set[str] = set()
     namespaces: set[str] = set()
@@ -111,7 +111,8 @@ def without(fleet: Fleet, clusters: set[str] | frozenset[str], workloads: frozen
     if EVERY in clusters:
         clusters = set(fleet.clusters) | {EVERY}
     kept = [w for w in fleet.workloads if id(w) not in workloads and not _touches(w, clusters)]
-    gone = {w.model.metadata.namespace for w in fleet.workloads if w not in kept}
+    kept_ids = {id(w) for w in kept}
+    gone = {w.model.metadata.namespace for w in fleet.workloads if id(w) not in kept_ids}
     out = Fleet(fleet.root, {n: c for n, c in fleet.clusters.items() if n not in clusters}, kept,
                 {n: c for n, c in fleet.classes.items() if not _touches(c, clusters)})
     out.incomplete = frozenset(fleet.incomplete | gone | (namespaces or set()))
@@ -119,4 +120,4 @@ def without(fleet: Fleet, clusters: set[str] | frozenset[str], workloads: frozen
     return out
 
 
-__all__ = ["EVERY", "SetAside", "from_documents", "from_findings", "target_clusters", "without"]
+__all__ = ["EVERY", "SetAside", "from_documents", "from_findings", "without"]
