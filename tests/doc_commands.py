@@ -116,21 +116,30 @@ class Session:
         self.env = {**os.environ, **GIT_ENV, "GPUC_CACHE_DIR": str(root.parent / "cache"),
                     "GIT_CONFIG_GLOBAL": str(root.parent / "gitconfig"),
                     "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-        (root.parent / "gitconfig").write_text("")
+        self.ready = False
 
-    def clone(self) -> None:
-        """Make the directory a clone's checkout of what it holds: one commit, `origin/main` at it."""
-        for command in ("git init -q -b main", "git add -A", "git commit -qm 'The example fleet'",
-                        "git update-ref refs/remotes/origin/main HEAD"):
-            code, output = self._bash(command)
-            assert code == 0, output
+    def prepare(self) -> Session:
+        """The reader's directory, made on first use (most pages run nothing): a clone's checkout of the example fleet,
+        one commit, `origin/main` at it."""
+        if not self.ready:
+            self.ready = True
+            self.root.mkdir(parents=True)
+            (self.root.parent / "gitconfig").write_text("")
+            shutil.copytree(REPO / "intents", self.root / "intents")
+            for command in ("git init -q -b main", "git add -A", "git commit -qm 'The example fleet'",
+                            "git update-ref refs/remotes/origin/main HEAD"):
+                code, output = self._bash(command)
+                assert code == 0, output
+        return self
 
     def pushed(self) -> None:
         """Where a page's prose assumes the repository was pushed: `origin/main` at HEAD, unless there is one."""
+        self.prepare()
         if self._bash("git rev-parse -q --verify refs/remotes/origin/main")[0]:
             self._bash("git update-ref refs/remotes/origin/main HEAD")
 
     def run(self, command: str) -> tuple[int, str]:
+        self.prepare()
         output, code = "", 0
         for part in (p.strip() for p in command.split(" && ")):
             if part.startswith("cd ") and not SHELL_SYNTAX.search(part[3:]):
@@ -241,11 +250,7 @@ def run_page(page: Path, workdir: Path, write: bool = False) -> tuple[list[Findi
     """Every block of `page` in order in a fresh directory under `workdir`; what differs from the page (with `write`, the
     page is rewritten with what the commands printed instead)."""
     text = page.read_text()
-    root = workdir / "reader"
-    root.mkdir(parents=True)
-    shutil.copytree(REPO / "intents", root / "intents")
-    session = Session(root)
-    session.clone()
+    session = Session(workdir / "reader")
     findings: list[Finding] = []
     replacements: list[tuple[int, int, str]] = []
     for block in blocks(text):
@@ -254,12 +259,13 @@ def run_page(page: Path, workdir: Path, write: bool = False) -> tuple[list[Findi
                 findings.append(Finding(block.line, f"`not run` needs one of these reasons: {', '.join(NOT_RUN)}"))
             continue
         if block.marker in ("file", "append"):
-            target = session.cwd / block.argument
+            target = session.prepare().cwd / block.argument
             target.parent.mkdir(parents=True, exist_ok=True)
             with open(target, "w" if block.marker == "file" else "a", encoding="utf-8") as fh:
                 fh.write(block.body)
             continue
         if block.marker == "shows":
+            session.prepare()
             held = (session.cwd / block.argument).read_text() if (session.cwd / block.argument).is_file() else "(no such file)"
             if held != block.body:
                 findings.append(Finding(block.line, f"{block.argument} holds something else:\n{held}"))
