@@ -125,9 +125,9 @@ def test_driver_versions_parse_to_lines():
     assert parse_driver_version("25.12.0").id == "25.12"
     assert parse_driver_version("v25.3.2").id == "25.3"
     assert parse_driver_version("0.5.0-dev").id == "0.5"
-    with pytest.raises(ValueError, match="supported"):
+    with pytest.raises(ValueError, match="gpuc supports the lines 25.3.x, 25.8.x, 25.12.x, 0.4.x, 0.5.x"):
         parse_driver_version("26.1.0")
-    with pytest.raises(ValueError, match="not a driver version"):
+    with pytest.raises(ValueError, match="not a DRA driver version"):
         parse_driver_version("latest")
 
 

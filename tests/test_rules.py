@@ -487,7 +487,7 @@ def test_default_namespace_is_refused(fleet):
 # --------------------------------------------------------------------------------- cluster details
 
 def test_unsupported_kubernetes_version(fleet):
-    render_rejected(fleet(clusters=[cluster_doc(kubernetes="1.31")]), "Kubernetes 1.31 is not supported")
+    render_rejected(fleet(clusters=[cluster_doc(kubernetes="1.31")]), "Kubernetes 1.31 is older than DRA with structured parameters")
 
 
 def test_helm_mode_needs_an_operator_version(fleet):

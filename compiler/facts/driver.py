@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
-from . import load_table
+from . import VersionError, load_table
 
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?$")
 
@@ -46,6 +46,8 @@ class DriverLine:
     has_feature_gates: bool
     numnodes_required: bool
     mig_device_name: str
+    project: str = ""  # the repository the line is developed in
+    numbering: str = ""  # calendar (year.month) or semver
 
     def at_least(self, line_id: str) -> bool:
         return self.order >= line_order(line_id)
@@ -79,6 +81,8 @@ def driver_lines() -> dict[str, DriverLine]:
             has_feature_gates=entry["featureGates"],
             numnodes_required=entry["computeDomainNumNodes"] == "required",
             mig_device_name=entry["migDeviceName"],
+            project=entry["project"],
+            numbering=entry["numbering"],
         )
     return lines
 
@@ -90,12 +94,22 @@ def line_order(line_id: str) -> int:
 def parse_driver_version(version: str) -> DriverLine:
     """`25.12.0` -> the 25.12 line. Raises ValueError with the supported list on anything else."""
     match = _VERSION.match(version.strip())
-    supported = ", ".join(line.versions for line in driver_lines().values())
+    lines = sorted(driver_lines().values(), key=lambda line: line.order)
+    newest = lines[-1].releases[-1]
+    order = [(a, b) for a, b in zip(lines, lines[1:]) if a.numbering != b.numbering]
+    supported = f"gpuc supports the lines {', '.join(line.versions for line in lines)}" + \
+        "".join(f" (in release order: {b.id} follows {a.id})" for a, b in order)
     if not match:
-        raise ValueError(f"'{version}' is not a driver version like 25.12.0 or 0.4.1 (supported: {supported})")
+        raise VersionError(f"'{version}' is not a DRA driver version: {supported}",
+                           f'write a release, quoted, e.g. version: "{newest}" (the newest gpuc knows)')
     line_id = f"{int(match.group(1))}.{int(match.group(2))}"
     if line_id not in driver_lines():
-        raise ValueError(f"driver {version} is not a release line gpuc knows (supported: {supported})")
+        semver = int(match.group(1)) == 0
+        if semver and int(match.group(2)) > int(lines[-1].id.split(".")[1]):
+            raise VersionError(f"DRA driver {version} is of a line newer than this gpuc knows: {supported}",
+                               f"upgrade gpuc to a release that knows the {line_id} line, or run {newest}, the newest it knows")
+        raise VersionError(f"DRA driver {version} is not of a release line gpuc knows: {supported}",
+                           f'check the version for a typo; a new cluster takes "{newest}" (gpuc catalog --new-cluster says why)')
     return driver_lines()[line_id]
 
 

@@ -183,7 +183,7 @@ class Charts(Model):
 
 
 AckCode = Literal["unchecked-crds", "driver-fork", "helm-capabilities", "dra-beta", "mig-mode", "unknown-release", "driver-upgrade",
-                  "device-plugin-off"]
+                  "device-plugin-off", "unused-budget"]
 
 
 class Acknowledgement(Model):
@@ -197,8 +197,12 @@ class Acknowledgement(Model):
                                          "unknown-release (a DRA driver or GPU Operator version newer than gpuc's facts), "
                                          "driver-upgrade (GPU driver upgrades by the operator while the DRA kubelet plugin runs), "
                                          "device-plugin-off (gpuOperator.mode none: the team keeps the other install's device "
-                                         "plugin off the DRA pools)")
+                                         "plugin off the DRA pools), "
+                                         "unused-budget (a budget on a namespace where no workload of this fleet runs: the "
+                                         "team's own pods claim there)")
     kinds: list[str] | None = Field(None, description="unchecked-crds only: the kinds accepted unchecked (default: every kind)")
+    namespaces: list[str] | None = Field(None, description="unused-budget only: the budgeted namespaces accepted without a "
+                                                           "workload of this fleet (default: every budgeted namespace)")
     reason: str = Field(min_length=1, description="why it is accepted, for the reviewer who reads this file next")
 
 
@@ -213,7 +217,8 @@ class Budget(Model):
     devices: dict[DnsSubdomain, Annotated[int, Field(ge=0, le=1_000_000)]] = Field(
         default_factory=dict, description="per DeviceClass (gpu.nvidia.com, mig.nvidia.com, a GpuDeviceClass of this fleet): the devices "
                                           "the namespace's claims may request; a MIG slice is one device of mig.nvidia.com, a "
-                                          "shared GPU counts once per claim")
+                                          "shared GPU counts once per claim; every other class that selects devices of a type "
+                                          "listed here (a whole GPU, a MIG slice) is held at 0, so no class name escapes the budget")
     claims: int | None = Field(None, ge=0, le=1_000_000, description="ResourceClaims the namespace may hold (every class)")
 
     @model_validator(mode="after")
@@ -289,8 +294,9 @@ class ClusterSpec(Model):
             raise ValueError(f"write the version as a string, \"{text}\": YAML reads {text} as the number {v}")
         return v
 
-    def acknowledged(self, code: str, kind: str | None = None) -> bool:
-        return any(a.warning == code and (kind is None or a.kinds is None or kind in a.kinds) for a in self.acknowledge)
+    def acknowledged(self, code: str, kind: str | None = None, namespace: str | None = None) -> bool:
+        return any(a.warning == code and (kind is None or a.kinds is None or kind in a.kinds)
+                   and (namespace is None or a.namespaces is None or namespace in a.namespaces) for a in self.acknowledge)
 
 
 class Cluster(Model):

@@ -8,7 +8,7 @@ import dataclasses
 from pathlib import Path
 
 from ..diagnostics import Findings, did_you_mean, one_of
-from ..facts import catalog
+from ..facts import VersionError, catalog
 from ..facts.catalog import GpuModel
 from ..facts.driver import DriverLine, capability, dynamic_mig, gates, gates_on, parse_driver_version
 from ..facts.mig import fit_mix
@@ -66,13 +66,13 @@ def resolve_cluster(intent: Intent[Cluster], findings: Findings, extra_models: d
     ok = True
     try:
         api = parse_kubernetes_version(spec.kubernetes_version)
-    except ValueError as exc:
-        findings.add(intent.error(("spec", "kubernetesVersion"), str(exc)))
+    except VersionError as exc:
+        findings.add(intent.error(("spec", "kubernetesVersion"), str(exc), exc.hint))
         ok = False
     try:
         line = parse_driver_version(spec.dra_driver.version)
-    except ValueError as exc:
-        findings.add(intent.error(("spec", "draDriver", "version"), str(exc)))
+    except VersionError as exc:
+        findings.add(intent.error(("spec", "draDriver", "version"), str(exc), exc.hint))
         ok = False
     if spec.dra_driver.namespace == "default":
         findings.add(intent.error(("spec", "draDriver", "namespace"), "the DRA driver chart refuses to install into 'default'",
