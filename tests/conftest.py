@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import io
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,9 +16,11 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "intents"
 GOLDEN = REPO / "tests" / "golden"
-# shared/ sits beside the checkout (CI, the main clone); a git worktree nests one level deeper.
-REFERENCE = next((p / "shared" / "reference" for p in REPO.parents if (p / "shared" / "reference").is_dir()),
-                 REPO.parent / "shared" / "reference")
+# shared/ (the upstream reference files and sources) sits beside the checkout (CI, the main clone); a git worktree
+# nests one level deeper. GPUC_SHARED names it for a checkout elsewhere (a clone under /tmp, another user's home).
+SHARED = (Path(os.environ["GPUC_SHARED"]) if os.environ.get("GPUC_SHARED") else
+          next((p / "shared" for p in REPO.parents if (p / "shared" / "reference").is_dir()), REPO.parent / "shared"))
+REFERENCE = SHARED / "reference"
 
 
 @pytest.fixture(autouse=True)

@@ -49,12 +49,11 @@ from harness import controlplane, helm
 from harness.helm import HelmFailed
 from harness.servers import server_for
 
-from conftest import EXAMPLES, REPO, cluster_doc, gpuc
+from conftest import EXAMPLES, SHARED, cluster_doc, gpuc
 
 Doc = dict[str, Any]
 
-UPSTREAM = next((p / "shared" / "upstream" for p in REPO.parents if (p / "shared" / "upstream").is_dir()),
-                REPO.parent / "shared" / "upstream")
+UPSTREAM = SHARED / "upstream"
 CHARTS = UPSTREAM / "charts"
 DEV_CHART = "dra-driver-nvidia-gpu-0.5.0-dev"  # stands in for 0.5.0 and 0.5.1 (no 0.5.x tag exists)
 NIM_WITH_DEPS = "k8s-nim-operator-3.1.2"
