@@ -6,6 +6,8 @@ import contextlib
 import copy
 import io
 import os
+import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -157,6 +159,15 @@ def fleet(tmp_path: Path):
         return write_fleet(tmp_path / f"fleet{next(counter)}", clusters, workloads)
 
     return make
+
+
+def writable_copy(src: Path, dest: Path) -> Path:
+    """A copy of a tree from shared/ that the test may change. shared/ is read-only (its files r--r--r--, its
+    folders r-x): a plain copytree keeps those modes, which root does not notice and any other user does."""
+    shutil.copytree(src, dest, copy_function=shutil.copyfile)
+    for folder in [dest, *(p for p in dest.rglob("*") if p.is_dir() and not p.is_symlink())]:
+        folder.chmod(folder.stat().st_mode | stat.S_IWUSR)
+    return dest
 
 
 def compile_single(fleet_path: Path, cluster: str = "c1"):
