@@ -25,6 +25,15 @@ SHARED = (Path(os.environ["GPUC_SHARED"]) if os.environ.get("GPUC_SHARED") else
 REFERENCE = SHARED / "reference"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_user_build_cache(tmp_path_factory):
+    """Module-scoped fixtures render too, before any test's own cache is set: theirs is one for the session, never
+    the user's ~/.cache (which need not exist, nor be writable)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GPUC_CACHE_DIR", str(tmp_path_factory.mktemp("gpuc-session-cache")))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _own_build_cache(tmp_path_factory, monkeypatch):
     """Every test renders with a cache of its own: none reads another's, and none writes the user's ~/.cache."""
