@@ -197,11 +197,14 @@ def test_working_tree_is_not_touched(repo):
     assert "replicas: 5" in (repo / "fleet" / "workloads" / "chat.yaml").read_text()
 
 
-def test_bad_reference_and_not_a_repository(repo, tmp_path):
+def test_bad_reference_and_not_a_repository(repo, tmp_path, monkeypatch):
     result = gpuc("diff", repo / "fleet", "--base", "no-such-branch")
     assert result.code == 2 and "'no-such-branch' is not a commit of this repository" in result.err
     assert result.err.rstrip().endswith("1 error(s); no diff was produced") and "nothing was written" not in result.err
     plain = write_fleet(tmp_path / "plain")
+    # git looks no higher than the test's directory: a TMPDIR inside a checkout (the clone's own .tmp) would
+    # otherwise make that checkout the fleet's repository
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
     result = gpuc("diff", plain, "--base", "main")
     assert result.code == 2 and "not inside a git repository" in result.err
 

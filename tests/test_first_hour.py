@@ -142,6 +142,12 @@ def test_paths_are_relative_to_the_working_directory(tmp_path, monkeypatch):
     assert gpuc("validate", "..").err.startswith("w.yaml:8: error: spec.gpu.sharng")
     data = json.loads(gpuc("validate", "..", "--output", "json").out)
     assert data["diagnostics"][0]["file"] == "w.yaml"
+    # one level up reads fine relative; two or more levels up, the absolute path reads better
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "a")
+    assert gpuc("validate", root).err.startswith("../fleet/workloads/w.yaml:8: error: spec.gpu.sharng")
+    monkeypatch.chdir(tmp_path / "a" / "b")
+    assert gpuc("validate", "../../fleet").err.startswith(f"{root}/workloads/w.yaml:8: error: spec.gpu.sharng")
 
 
 def test_diff_at_the_root_of_its_repository(tmp_path):
