@@ -654,7 +654,7 @@ def test_rendering_a_changed_fleet_over_its_tree_gives_the_fresh_render(held, da
         cache = ("--cache-dir", str(Path(tmp) / "cache"))
         base.write(root)
         assert render(root, cached, *cache)[0] == 0
-        before = tree(cached)
+        rendered = tree(cached)
         shutil.copytree(cached, uncached)
         if data.draw(st.booleans(), label="the tree is a fresh checkout (CI: git restores no file times; the cache matches by content)"):
             shutil.copytree(cached, Path(tmp) / "checkout", copy_function=shutil.copy)
@@ -663,15 +663,23 @@ def test_rendering_a_changed_fleet_over_its_tree_gives_the_fresh_render(held, da
         head.write(root)
         expected = render(root, fresh, "--no-cache", "--allow-replace")
         event(f"head rendered: exit {expected[0]}")
-        after = tree(fresh) if expected[0] == 0 else before  # refused: nothing written
+        after = tree(fresh) if expected[0] == 0 else rendered  # refused: nothing written
+        before = {out: rendered for out in (cached, uncached)}
+        single = data.draw(st.sampled_from([None, *sorted(head.clusters)]), label="first render only this cluster")
+        if single is not None and expected[0] == 0:  # `render --cluster`: that cluster's folder, the others as they were
+            rerender(root, cached, (*cache, "--cluster", single), (0, []), rendered)
+            before[cached] = {k: v for k, v in rendered.items() if not k.startswith(f"{single}/")} | \
+                {k: v for k, v in after.items() if k.startswith(f"{single}/")}
+            assert tree(cached) == before[cached]
         for out, options in ((cached, cache), (uncached, ("--no-cache", "--jobs", "2"))):  # clusters built in forked workers
-            rerender(root, out, options, expected, before)
-            assert tree(out) == after, options
+            rerender(root, out, options, expected, before[out])
+            assert tree(out) == (after if expected[0] == 0 else before[out]), options
         assert render(root, cached, *cache, "--allow-replace")[0] == expected[0]  # every cluster a hit of the cache now
-        assert tree(cached) == after
+        settled = tree(cached)
+        assert settled == (after if expected[0] == 0 else before[cached])
         base.write(root)  # and back: the change reverted
-        rerender(root, cached, cache, (0, []), after)
-        assert tree(cached) == before
+        rerender(root, cached, cache, (0, []), settled)
+        assert tree(cached) == rendered
 
 
 # ------------------------------------------------------------------------------------------- the base fleet
