@@ -94,6 +94,13 @@ def test_a_changed_gke_fleet_renders_over_its_tree_and_files_added_to_a_release_
     result = gpuc("render", path, "-o", out, "--no-cache")
     assert result.code == 2 and f"{quota.parent / 'NOTES.md'}: error: -o: gpuc did not write this file" in result.err
     assert str(quota) not in result.err and tree(out) == before
+    (quota.parent / "NOTES.md").unlink()
+    mine = out / "c1" / "releases" / "mine"  # a kustomization gpuc did not write vouches for nothing, not even itself
+    mine.mkdir()
+    (mine / "kustomization.yaml").write_text("resources:\n- app.yaml\n")
+    (mine / "app.yaml").write_text("kind: ConfigMap\n")
+    result = gpuc("render", path, "-o", out, "--no-cache")
+    assert result.code == 2 and all(f"{mine / name}: error: -o: gpuc did not write this file" in result.err for name in ("app.yaml", "kustomization.yaml"))
 
 
 def test_a_cluster_leaving_the_fleet_keeps_a_directory_holding_files_gpuc_did_not_write(fleet, tmp_path):
