@@ -97,6 +97,7 @@ budget_line() {
 # nothing more, and exits 1 once the running ones end. Started in the background by build.sh.
 schedule() {
   local max="${GPUC_BUILD_JOBS:-2}" failed=0 j n key running pending busy a
+  local -A pids=()
   while :; do
     running=0 pending=0 busy=" "
     [ -e "$jobs_dir/.abort" ] && failed=1
@@ -109,6 +110,11 @@ schedule() {
           [ "$(cat "$n.rc")" = 0 ] || failed=1
         fi
       elif [ -e "$n.started" ]; then
+        if [ -z "${pids[$n]:-}" ] || [ "$(cut -d' ' -f3 "/proc/${pids[$n]}/stat" 2>/dev/null || echo Z)" = Z ]; then
+          # ended without writing its status (a full disk): failed
+          echo "harness/build.sh: $(cat "$n.label") ended without a status: $(tail -n 3 "$n.out" 2>/dev/null)" >&2
+          echo 1 >"$n.rc" 2>/dev/null; failed=1; : >"$n.reported" 2>/dev/null; unset "pids[$n]"; continue
+        fi
         running=$((running + 1)) busy="$busy$(cat "$n.key") "
       else
         pending=$((pending + 1))
@@ -124,6 +130,7 @@ schedule() {
       fi
       : >"$n.started"
       ( bash "$j" >"$n.out" 2>&1; echo $? >"$n.rc.tmp"; mv "$n.rc.tmp" "$n.rc" ) &
+      pids[$n]=$!
       running=$((running + 1)) pending=$((pending - 1)) busy="$busy$key "
     done
     # done: all queued and run, or a failure and nothing running any more
