@@ -13,7 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from ..facts.driver import builtin_class_for, config_api_version
+from ..facts.driver import builtin_class_for, config_api_version, passthrough_config
 from ..facts.platform import standard_attribute
 from ..plan import AlternativePlan, WorkloadPlan, nic_class
 from ..plan.sizing import floor_text
@@ -208,7 +208,10 @@ def opaque_config(plan: WorkloadPlan, cluster: ResolvedCluster, request_names: l
         params["sharing"] = sharing
     if gpu.fabric is not None and cluster.spec.dra_driver.fabric == "topologyConfig":
         params["fabricTopologyConfig"] = fabric_topology_config(gpu)
-    if gpu.passthrough or not params:  # a vfio device takes the driver's defaults: its webhook refuses VfioDeviceConfig
+    if gpu.passthrough:  # the driver's default leaves /dev/vfio/vfio out, which a KubeVirt VM needs (facts: Passthrough)
+        params = passthrough_config()
+        kind = params.pop("kind")
+    elif not params:
         return []
     else:
         kind = "MigDeviceConfig" if gpu.mig is not None else "GpuConfig"
@@ -273,6 +276,7 @@ def _config_sources(gpu: GpuRequest) -> Sources:
         "sharing.mpsConfig.defaultActiveThreadPercentage": ("spec.gpu.mps.activeThreadPercentage", "spec.gpu.mps"),
         "sharing.mpsConfig.defaultPinnedDeviceMemoryLimit": ("spec.gpu.mps.pinnedMemoryLimit", "spec.gpu.mps"),
         "fabricTopologyConfig": ("spec.gpu.fabric",),
+        "iommu": ("spec.gpu.passthrough",),
     }
     for key in fabric_topology_config(gpu) if gpu.fabric is not None else {}:
         field = "partitionIDs" if key == "partitionIds" else key

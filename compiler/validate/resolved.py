@@ -23,8 +23,12 @@ class ResolvedPool:
     index: int  # position in spec.nodePools, for error paths
     gpu: GpuModel
     mig_layout: tuple[tuple[str, int], ...] | None  # static MIG instances per GPU, None without static MIG
-    mig_dynamic: bool
+    mig_dynamic: bool  # the pool asks for dynamic MIG (mig.layout: dynamic): its owners enable MIG mode where that needs it
     mig_config: str | None  # mig-parted config name the nodes get labelled with
+    # With the cluster's DynamicMIG gate on (one for the whole driver), whether the driver publishes this pool's GPUs as
+    # dynamic MIG partitions, and whether the full GPU beside them (facts dynamicMig: per line and architecture)
+    dynamic_partitions: bool = False
+    dynamic_full_gpu: bool = True
     # who serves the GPUs: the pool's `allocation`, or what a staged change's step holds it at (spec.transition):
     # dra | devicePlugin | none (neither, while the pool is handed over)
     allocation: str = "dra"
@@ -47,12 +51,20 @@ class ResolvedPool:
 
     @property
     def publishes_full_gpus(self) -> bool:
-        """Static MIG hides the parent GPU from ResourceSlices; dynamic MIG keeps it."""
-        return self.mig_layout is None
+        """Static MIG hides the parent GPU from ResourceSlices; dynamic MIG keeps it, but on an Ampere GPU in MIG mode."""
+        return self.mig_layout is None and (not self.dynamic_partitions or self.dynamic_full_gpu)
+
+    @property
+    def full_gpu_memory_bytes(self) -> int:
+        """The `memory` its full-GPU devices publish: with DynamicMIG that of the largest MIG profile, the most a claim can
+        get as one device (facts dynamicMig; ../shared/reference/hardware: 81152Mi on an H100 of 81559Mi)."""
+        if self.dynamic_partitions and self.gpu.mig:
+            return max(p.memory_bytes for p in self.gpu.mig.profiles.values())
+        return self.gpu.memory_bytes
 
     @property
     def mig_profiles(self) -> dict[str, int]:
-        if self.mig_dynamic and self.gpu.mig:
+        if self.dynamic_partitions and self.gpu.mig:
             return {p.name: p.max_instances for p in self.gpu.mig.profiles.values()}
         return dict(self.mig_layout or ())
 
@@ -76,6 +88,7 @@ class ResolvedCluster:
     pools: tuple[ResolvedPool, ...]
     provider: str | None = None  # managed Kubernetes provider: spec.provider, or recognised in --state (facts.providers)
     provider_detected: bool = False  # recognised from the state's node labels, not written in the intent
+    dynamic_mig: bool = False  # the DRA driver runs with gate DynamicMIG: a pool asks for it, or draDriver.values set it
     driver_installed: bool = True  # False during a staged change's step that holds the DRA driver release back
     operator_resource: bool = True  # False during a step whose GPU Operator chart deploys neither ClusterPolicy nor GPUCluster
 

@@ -101,6 +101,11 @@ class ClusterDiff:
         before, after = self.occupied
         return after is not None and after > (before or 0)
 
+    @property
+    def over_budget(self) -> bool:
+        """The head takes a namespace over a limit of its team budget."""
+        return self.cost is not None and any(b.over for b in self.cost.budgets)
+
     def all_problems(self) -> list[Diagnostic]:
         """Compile findings, refused output, then one per pod the allocator cannot place."""
         return self.problems + self.rejected + (self.plans[1].diagnostics() if self.plans[1] is not None else [])
@@ -128,6 +133,8 @@ class FleetDiff:
             out.add("gpu-increase")
         if any(c.feasible[1] is False or c.rejected for c in self.clusters):
             out.add("infeasible")
+        if any(c.over_budget for c in self.clusters):
+            out.add("budget")
         if any(c.status == "removed" for c in self.clusters):
             out.add("cluster-removed")
         if any(c.staged for c in self.clusters):
@@ -149,6 +156,10 @@ class FleetDiff:
             return f"more GPUs held on {named([c for c in self.clusters if c.gpu_increase])}"
         if condition == "infeasible":
             return f"{named([c for c in self.clusters if c.feasible[1] is False or c.rejected])} would not render"
+        if condition == "budget":
+            hit = [c for c in self.clusters if c.over_budget]
+            teams = sorted({f"{b.namespace} on {c.name}" for c in hit for b in c.cost.budgets if b.over})  # type: ignore[union-attr]
+            return f"a team over its budget: {', '.join(teams[:5])}" + (f" and {len(teams) - 5} more" if len(teams) > 5 else "")
         if condition == "cluster-removed":
             return f"{named([c for c in self.clusters if c.status == 'removed'])} removed"
         if condition == "staged":
