@@ -47,8 +47,6 @@ import pytest
 import yaml
 from pulumi.automation.errors import CommandError
 
-from harness import operators
-
 from conftest import cluster_doc, workload_doc, write_fleet
 from real.transitions import (
     GPU,
@@ -242,34 +240,6 @@ def test_a_kubernetes_minor_upgrade_keeps_every_claim_and_pod(tmp_path: Path) ->
         t.assert_manages_the_head(removed_apps=set())
 
 
-
-
-def test_the_gpu_operator_moves_from_its_clusterpolicy_to_a_gpucluster(tmp_path: Path) -> None:
-    """GPU Operator 26.7 from ClusterPolicy mode (with the 25.12 DRA driver release beside it) to gpuCluster mode, where
-    the operator's GPUCluster installs the DRA driver (0.5). The real GPU Operator manager runs against the cluster
-    (harness/operators.py, with the image settings of the chart's own Deployment as synced): step 1 drains the GPU
-    nodes and removes the ClusterPolicy (the chart renders none) and the driver release; step 2 deploys the GPUCluster,
-    from which the operator makes its DRA kubelet plugin, whose pods publish the node's devices again."""
-    def change(fleet: Path) -> None:
-        edit_spec(fleet, lambda spec: (spec["gpuOperator"].update(mode="gpuCluster"), spec["draDriver"].update(version="0.5.1")))
-
-    fleet = given(tmp_path, [H100], [TRAIN], gpuOperator={"mode": "helm", "version": "v26.7.0"},
-                  draDriver={"version": "25.12.0", "nvidiaDriverRoot": "/"})
-    with Transition.start(tmp_path / "run", fleet, change, gpu_nodes={"h100-0": 2}, operator_plugin=OPERATOR_PLUGIN) as t:
-        t.sync_base()
-        t.start_pods()
-        deployment = t.kube.get("apps/v1", "Deployment", "gpu-operator", "gpu-operator")
-        assert deployment is not None
-        container = next(c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "gpu-operator")
-        env = {e["name"]: str(e["value"]) for e in container.get("env") or [] if "value" in e}
-        with operators.start_gpu_operator(t.cp, tmp_path / "gpu-operator", env=env):
-            steps = drive(t, change, tmp_path, ["operator-resource"])
-        print([(s["title"], s["transition"], s["intent"]) for s in steps])
-        assert double_publishers(t) == []
-        t.assert_manages_the_head(removed_apps={"c1-nvidia-dra-driver-gpu"})
-
-
-OPERATOR_PLUGIN = ("gpu-operator", "nvidia-dra-driver-kubelet-plugin")  # GPU Operator v26.7.0 manifests/state-dra-driver
 
 # -- the same changes under `pulumi up` ----------------------------------------------------------------------------------
 

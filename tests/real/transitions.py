@@ -46,14 +46,8 @@ GPU = "nvidia.com/gpu"
 MIG_CONFIG = "nvidia.com/mig.config"
 MIG_STATE = "nvidia.com/mig.config.state"
 # What Node Feature Discovery and GPU Feature Discovery put on a GPU node (the DRA kubelet plugin's default affinity
-# needs the PCI vendor label, the GPU Operator its OS and kernel labels, its operands nvidia.com/gpu.present): the test
-# sets them when it registers a GPU node.
-GPU_NODE_LABELS = {"feature.node.kubernetes.io/pci-10de.present": "true", "nvidia.com/gpu.present": "true",
-                   "feature.node.kubernetes.io/system-os_release.ID": "ubuntu",
-                   "feature.node.kubernetes.io/system-os_release.VERSION_ID": "24.04",
-                   "feature.node.kubernetes.io/kernel-version.full": "6.8.0-60-generic"}
-# A node without GPUs besides them: where the charts' controllers go again when a step drains the GPU nodes.
-WORKER = "worker-0"
+# needs the first, the GPU Operator's operands the second): the test sets them when it registers a GPU node.
+GPU_NODE_LABELS = {"feature.node.kubernetes.io/pci-10de.present": "true", "nvidia.com/gpu.present": "true"}
 PAUSE = "registry.k8s.io/pause:3.10"  # never pulled: the kubelet stand-in reports it running
 TIMEOUT = 600  # one wait: a chart's deletion or a sync on a shared 2-core machine
 
@@ -67,19 +61,14 @@ class Catalog:
         self.entries: dict[tuple[tuple[str, str], str, str], list[Obj]] = {}
         self.mig: MigManagerStandIn | None = None  # who knows the layout a node's GPUs have now, when one runs
 
-    def add(self, fleet: Path, cluster: str, by_operator: tuple[str, str] | None = None) -> tuple[str, str] | None:
-        """Add what `fleet`'s DRA driver of `cluster` publishes; the (namespace, name) of its kubelet-plugin DaemonSet:
-        its release's, or `by_operator` where the GPU Operator's GPUCluster installs the driver (gpuc does not name the
-        operator's DaemonSet; the caller does)."""
+    def add(self, fleet: Path, cluster: str) -> tuple[str, str] | None:
+        """Add what `fleet`'s release of `cluster` publishes; the (namespace, name) of its kubelet-plugin DaemonSet."""
         outcome = compile_fleet(fleet, CompileOptions(only=cluster, detail=True, allow_infeasible=True)).clusters[cluster]
         assert outcome.compiled is not None, outcome.infeasible
-        shape = shape_of(outcome.compiled)
-        if shape.driver is not None:
-            plugin = (shape.driver.namespace, shape.driver.daemonset)
-        elif shape.driver_by_operator and by_operator is not None:
-            plugin = by_operator
-        else:
+        driver = shape_of(outcome.compiled).driver
+        if driver is None:
             return None
+        plugin = (driver.namespace, driver.daemonset)
         layout = {n: labels.get(MIG_CONFIG, "") for p in outcome.compiled.cluster.pools
                   for labels in [outcome.compiled.node_labels.get(p.name, {})] for n in _nodes(p)}
         result = gpuc("inventory", fleet, "--cluster", cluster, "--output", "json")
@@ -302,17 +291,16 @@ class Transition(Live):
     @classmethod
     def start(cls, workdir: Path, given: Path, change: Callable[[Path], None], *, cluster: str = "c1", gpu_nodes: dict[str, int],
               node_labels: dict[str, dict[str, str]] | None = None, device_plugin: bool = False,
-              mig_manager: bool = False, operator_plugin: tuple[str, str] | None = None) -> Transition:
+              mig_manager: bool = False) -> Transition:
         """A GitOpsRun of `given` with `gpu_nodes` (name -> GPUs, each with GPU_NODE_LABELS and `node_labels`), the
         kubelet plugin stand-in for the driver releases of the base and of the head (`change` applied to a copy of the
         fleet), the device plugin and MIG Manager stand-ins when asked, and the watches."""
-        nodes = {WORKER: {}, **{n: {**GPU_NODE_LABELS, **(node_labels or {}).get(n, {})} for n in gpu_nodes}}
+        nodes = {n: {**GPU_NODE_LABELS, **(node_labels or {}).get(n, {})} for n in gpu_nodes}
         run = GitOpsRun.start(workdir, cluster, given, nodes=nodes)
         run.kubelet.full_grace = True  # a deleted pod stops when its grace period ends: no order holds by quickness
         try:
             catalog = Catalog()
-            head = _changed(run.fleet, change, workdir)
-            plugins = {p for p in (catalog.add(run.fleet, cluster, operator_plugin), catalog.add(head, cluster, operator_plugin)) if p}
+            plugins = {p for p in (catalog.add(run.fleet, cluster), catalog.add(_changed(run.fleet, change, workdir), cluster)) if p}
             parts = _watch(run.cp, run.kubelet, catalog, plugins, gpu_nodes, device_plugin, mig_manager)
         except BaseException:
             run.stop()
@@ -408,7 +396,6 @@ class StackTransition(Live):
             kube = Kube(cp)
             add_node(kube, "control-plane-0", {"node-role.kubernetes.io/control-plane": ""},
                      [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}])
-            add_node(kube, WORKER)
             for name in gpu_nodes:
                 add_node(kube, name, dict(GPU_NODE_LABELS))
             kubelet = KubeletStandIn(Kube(cp), full_grace=True)
