@@ -19,11 +19,11 @@ to 0 and capacity stays, as kubelet keeps a resource whose plugin went away. `De
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from .controlplane import ControlPlane
 from .kube import Kube
+from .poller import Poller
 
 Obj = dict[str, Any]
 RESOURCE = "nvidia.com/gpu"
@@ -38,7 +38,7 @@ def would_run(policies: list[Obj], node: Obj) -> bool:
     return enabled and labels.get(GPU_PRESENT) == "true" and labels.get(DEPLOY_LABEL) != "false"
 
 
-class DevicePluginStandIn:
+class DevicePluginStandIn(Poller):
     """Keeps each node of `gpus` (node name -> GPUs) advertising what the operator's device plugin would, polling
     every `interval` seconds (with a client of its own: the dynamic client's discovery is not shared across threads)."""
 
@@ -47,16 +47,7 @@ class DevicePluginStandIn:
         self.gpus = dict(gpus)
         self.interval = interval
         self.changes: list[tuple[str, str]] = []  # (node, allocatable it set), in order
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="device-plugin-stand-in", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self._sync()
-            except Exception:  # the API server restarting under it, or the ClusterPolicy CRD not there yet
-                continue
+        self.start_polling("device-plugin-stand-in")
 
     def _policies(self) -> list[Obj]:
         """The ClusterPolicies, none before the GPU Operator chart's CRD is there (asked first: looking up a kind that
@@ -65,7 +56,7 @@ class DevicePluginStandIn:
             return []
         return self.kube.items("nvidia.com/v1", "ClusterPolicy")
 
-    def _sync(self) -> None:
+    def round(self) -> None:
         policies = self._policies()
         for name, count in self.gpus.items():
             node = self.kube.get("v1", "Node", name)
@@ -82,7 +73,3 @@ class DevicePluginStandIn:
             path = self.kube.resource("v1", "Node").path(name=name) + "/status"
             self.kube.dyn.request("patch", path, body=body, content_type="application/merge-patch+json")
             self.changes.append((name, want))
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)

@@ -33,6 +33,7 @@ from typing import Any
 from .controlplane import ControlPlane
 from .kube import Kube
 from .kubelet import KubeletStandIn
+from .poller import Poller
 
 Obj = dict[str, Any]
 PUBLISHER_POD = "harness.gpuc.dev/published-by"  # annotation: namespace/name of the plugin pod that published the slice
@@ -55,7 +56,7 @@ def owner_daemon_set(pod: Obj) -> str:
     return next((r.get("name", "") for r in pod["metadata"].get("ownerReferences") or [] if r.get("kind") == "DaemonSet"), "")
 
 
-class SlicePublisher:
+class SlicePublisher(Poller):
     """Publishes and wipes the ResourceSlices of the pods of `plugins` ((namespace, DaemonSet name) pairs), polling
     every `interval` seconds and hooked into `kubelet`'s pod deletions."""
 
@@ -69,22 +70,13 @@ class SlicePublisher:
         self._published: dict[str, tuple[str, str, str]] = {}  # pod UID -> (namespace/name, node, slice apiVersion)
         self._stopped: set[str] = set()  # pod UIDs whose containers stopped: never published again
         self._lock = threading.Lock()
-        self._stop = threading.Event()
         kubelet.on_stop.append(self._unregister)
-        self._thread = threading.Thread(target=self._run, name="dra-kubelet-plugin-stand-in", daemon=True)
-        self._thread.start()
+        self.start_polling("dra-kubelet-plugin-stand-in")
 
     def _plugin_pod(self, pod: Obj) -> bool:
         return (pod["metadata"]["namespace"], owner_daemon_set(pod)) in self.plugins
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self._sync()
-            except Exception:  # the API server restarting or stopping under it: try again next round
-                continue
-
-    def _sync(self) -> None:
+    def round(self) -> None:
         with self._lock:  # one thread at a time on the client: this one, or the kubelet stand-in's hook
             pods = [p for p in self.kube.items("v1", "Pod") if self._plugin_pod(p)]
             for pod in pods:
@@ -139,7 +131,3 @@ class SlicePublisher:
             self._stopped.add(uid)
             if uid in self._published:
                 self._wipe(uid)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)

@@ -21,12 +21,12 @@ resources finalizer, Pulumi's delete) never finishes.
 from __future__ import annotations
 
 import calendar
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from .kube import Kube
+from .poller import Poller
 
 Obj = dict[str, Any]
 NODE_CAPACITY = {"cpu": "128", "memory": "1Ti", "pods": "250"}
@@ -90,7 +90,7 @@ def _needs_status(pod: Obj) -> bool:
     return pod.get("status", {}).get("phase") not in ("Running", "Succeeded", "Failed")
 
 
-class KubeletStandIn:
+class KubeletStandIn(Poller):
     """Polls the cluster's pods, reports bound ones as started and deletes for good those marked deleted; `stop()`
     ends it. `on_stop` hooks get each pod whose containers it stops, before the pod is deleted; with `full_grace`
     they stop when the pod's grace period ends, else at once."""
@@ -102,29 +102,22 @@ class KubeletStandIn:
         self.started: list[str] = []  # namespace/name of every pod it reported, in order
         self.deleted: list[str] = []  # namespace/name of every pod whose deletion it finished, in order
         self.on_stop: list[Callable[[Obj], None]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="kubelet-stand-in", daemon=True)
-        self._thread.start()
+        self.start_polling("kubelet-stand-in")
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                pods = self.kube.items("v1", "Pod")
-            except Exception:  # the API server restarting or stopping under it: try again next round
-                continue
-            for pod in pods:
-                if _stopping(pod):
-                    if not self.full_grace or _grace_over(pod):
-                        self._finish_deletion(pod)
-                elif _needs_status(pod):
-                    meta = pod["metadata"]
-                    try:
-                        self.kube.set_status({"apiVersion": "v1", "kind": "Pod",
-                                              "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
-                                              "status": started_status(pod)})
-                    except Exception:  # deleted meanwhile, or a conflict: the next round sees it again
-                        continue
-                    self.started.append(f"{meta['namespace']}/{meta['name']}")
+    def round(self) -> None:
+        for pod in self.kube.items("v1", "Pod"):  # raising (the API server restarting under it): the next round
+            if _stopping(pod):
+                if not self.full_grace or _grace_over(pod):
+                    self._finish_deletion(pod)
+            elif _needs_status(pod):
+                meta = pod["metadata"]
+                try:
+                    self.kube.set_status({"apiVersion": "v1", "kind": "Pod",
+                                          "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
+                                          "status": started_status(pod)})
+                except Exception:  # deleted meanwhile, or a conflict: the next round sees it again
+                    continue
+                self.started.append(f"{meta['namespace']}/{meta['name']}")
 
     def _finish_deletion(self, pod: Obj) -> None:
         meta = pod["metadata"]
@@ -139,7 +132,3 @@ class KubeletStandIn:
         except Exception:  # gone already, recreated (the precondition) or the API server restarting: the next round sees
             return
         self.deleted.append(f"{meta['namespace']}/{meta['name']}")
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)

@@ -13,12 +13,12 @@ plugin: the plugin goes on publishing the devices it found at start-up, as the d
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
 from .controlplane import ControlPlane
 from .kube import Kube
+from .poller import Poller
 
 Obj = dict[str, Any]
 CONFIG = "nvidia.com/mig.config"
@@ -30,7 +30,7 @@ def holds_gpu(pod: Obj) -> bool:
     return bool(pod["spec"].get("resourceClaims")) or any("nvidia.com/gpu" in lim for lim in limits)
 
 
-class MigManagerStandIn:
+class MigManagerStandIn(Poller):
     """Applies the MIG layout each node of `nodes` asks for, polling every `interval` seconds; `applied` is the
     layout each node has now, `log` what it did: (time.monotonic(), node, state, config)."""
 
@@ -43,23 +43,14 @@ class MigManagerStandIn:
             self.applied[name] = (node["metadata"].get("labels") or {}).get(CONFIG, "")
         self.interval = interval
         self.log: list[tuple[float, str, str, str]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="mig-manager-stand-in", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self._sync()
-            except Exception:  # the API server restarting under it: try again next round
-                continue
+        self.start_polling("mig-manager-stand-in")
 
     def _label(self, node: str, state: str, config: str) -> None:
         self.kube.dyn.patch(self.kube.resource("v1", "Node"), name=node, body={"metadata": {"labels": {STATE: state}}},
                             content_type="application/merge-patch+json")
         self.log.append((time.monotonic(), node, state, config))
 
-    def _sync(self) -> None:
+    def round(self) -> None:
         for name, applied in list(self.applied.items()):
             node = self.kube.get("v1", "Node", name)
             if node is None:
@@ -78,7 +69,3 @@ class MigManagerStandIn:
                 continue  # the next round repartitions
             self.applied[name] = wanted
             self._label(name, "success", wanted)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
