@@ -16,7 +16,7 @@ fi
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
 # Kubernetes first (every other test needs an API server); helm before Argo CD, whose repo server runs it.
-for part in kubernetes harness pulumi helm argocd dra-driver operators; do
+for part in kubernetes harness pulumi helm argocd dra-driver operators node; do
   # shellcheck source=/dev/null
   . "$here/build.d/$part.sh"
 done
