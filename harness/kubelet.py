@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from .kube import Kube
@@ -69,11 +70,14 @@ def _needs_status(pod: Obj) -> bool:
 
 
 class KubeletStandIn:
-    """Polls the cluster's pods and reports bound ones as started; `stop()` ends it."""
+    """Polls the cluster's pods and reports bound ones as started; `stop()` ends it. `may_start` (a pod -> whether
+    its containers may start) holds a pod back, as kubelet holds one whose claims are not prepared yet
+    (harness/node.py DraKubelet.may_start)."""
 
-    def __init__(self, kube: Kube, interval: float = 0.3) -> None:
+    def __init__(self, kube: Kube, interval: float = 0.3, may_start: Callable[[Obj], bool] | None = None) -> None:
         self.kube = kube
         self.interval = interval
+        self.may_start = may_start
         self.started: list[str] = []  # namespace/name of every pod it reported, in order
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="kubelet-stand-in", daemon=True)
@@ -86,7 +90,7 @@ class KubeletStandIn:
             except Exception:  # the API server restarting or stopping under it: try again next round
                 continue
             for pod in pods:
-                if _needs_status(pod):
+                if _needs_status(pod) and (self.may_start is None or self.may_start(pod)):
                     meta = pod["metadata"]
                     try:
                         self.kube.set_status({"apiVersion": "v1", "kind": "Pod",
