@@ -615,11 +615,13 @@ def resolve_cdi(cdi_dirs: Iterable[Path], device_ids: Iterable[str]) -> Obj:
 
 @dataclass
 class ClaimRecord:
+    """A claim of a pod as kubelet's DRA part prepared it: one NodePrepareResources per driver of its allocation."""
+
     namespace: str
     name: str
     uid: str
-    driver: str
-    devices: list[Obj] = field(default_factory=list)  # [{requestNames, poolName, deviceName, cdiDeviceIDs}]
+    drivers: list[str]  # the drivers of its allocated devices, each a plugin it is prepared with
+    devices: list[Obj] = field(default_factory=list)  # [{driver, requestNames, poolName, deviceName, cdiDeviceIDs}]
     error: str = ""
 
 
@@ -644,6 +646,7 @@ class MockNode:
     name: str
     plugins: dict[str, KubeletPlugin]  # driver -> its plugin
     api_version: str = "v1"  # the DRA gRPC API kubelet speaks to the plugins (v1 from Kubernetes 1.34)
+    call_timeout: float = 45  # kubelet's (pkg/kubelet/cm/dra/plugin: PluginClientTimeout)
 
 
 class DraKubelet:
@@ -708,7 +711,14 @@ class DraKubelet:
                     self._submit(key, self._unprepare, record, False)
 
     def _submit(self, key: tuple[str, str], fn: Callable[..., None], *args: Any) -> None:
-        future = self._pool.submit(fn, *args)
+        def run() -> None:
+            try:
+                fn(*args)
+            except Exception as exc:  # recorded, not lost in the pool: the tests read `failures`
+                self.failures.setdefault(key, []).append(f"harness: {fn.__name__}: {type(exc).__name__}: {exc}")
+                self._retry_at[key] = time.monotonic() + 2
+
+        future = self._pool.submit(run)
         self._inflight[key] = future
         future.add_done_callback(lambda _: self._inflight.pop(key, None))
 
@@ -745,12 +755,10 @@ class DraKubelet:
             if not any(r.get("uid") == meta["uid"] for r in status.get("reservedFor") or []):
                 return  # kubelet prepares only a claim reserved for the pod
             results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
-            for driver in sorted({r["driver"] for r in results}):
-                rec = ClaimRecord(meta["namespace"], claim_name, claim["metadata"]["uid"], driver)
-                record.claims.setdefault(pod_claim, rec)
+            rec = ClaimRecord(meta["namespace"], claim_name, claim["metadata"]["uid"], sorted({r["driver"] for r in results}))
+            record.claims[pod_claim] = rec
+            for driver in rec.drivers:
                 by_driver.setdefault(driver, []).append(rec)
-            if not results:
-                record.claims[pod_claim] = ClaimRecord(meta["namespace"], claim_name, claim["metadata"]["uid"], "")
         errors = []
         for driver, recs in by_driver.items():
             plugin = node.plugins.get(driver)
@@ -758,17 +766,27 @@ class DraKubelet:
                 errors.append(f"no plugin of driver {driver} runs on node {node.name}")
                 continue
             refs = [{"namespace": r.namespace, "name": r.name, "uid": r.uid} for r in recs]
-            answer = self.client.prepare(plugin, refs, node.api_version)
+            answer = self.client.prepare(plugin, refs, node.api_version, node.call_timeout)
             if answer.get("error"):
                 errors.append(f"{driver}: {answer['error']}")
+                for r in recs:
+                    with self._lock:
+                        self.prepared_claims.setdefault((node.name, r.uid), set()).add(meta["uid"])
                 continue
+            answered = answer.get("claims") or {}
             for r in recs:
-                got = (answer.get("claims") or {}).get(r.uid) or {}
-                r.devices, r.error = got.get("devices") or [], got.get("error", "")
-                if r.error:
-                    errors.append(f"{driver}: claim {r.namespace}/{r.name}: {r.error}")
-                with self._lock:
+                with self._lock:  # prepared or tried: unprepared when the last pod using it goes
                     self.prepared_claims.setdefault((node.name, r.uid), set()).add(meta["uid"])
+                if r.uid not in answered:
+                    continue
+                got = answered[r.uid]
+                r.devices = [d for d in r.devices if d["driver"] != driver] + [{"driver": driver, **d} for d in got.get("devices") or []]
+                if got.get("error"):  # kubelet's words (pkg/kubelet/cm/dra/manager.go)
+                    r.error = "; ".join(x for x in (r.error, f"{driver}: {got['error']}") if x)
+                    errors.append(f"{driver}: NodePrepareResources failed for ResourceClaim {r.name}: {got['error']}")
+            skipped = sum(r.uid not in answered for r in recs)
+            if skipped:  # an answer without a claim is no success (kubelet: "skipped N ResourceClaims")
+                errors.append(f"{driver}: NodePrepareResources skipped {skipped} ResourceClaims")
         # per container, the CDI devices of the claims (or the claim's request) it names, as kubelet hands them over
         cdi_dirs = [p.cdi_dir for p in node.plugins.values()]
         for container in pod["spec"].get("containers", []) + pod["spec"].get("initContainers", []):
@@ -786,8 +804,8 @@ class DraKubelet:
             tries = len(self.failures[key])
             self._retry_at[key] = time.monotonic() + min(10.0, 0.5 * 2 ** tries)
             return
+        self._annotate(pod, record)  # before `prepared`: whoever sees the pod prepared finds the annotation
         record.prepared = True
-        self._annotate(pod, record)
 
     def _annotate(self, pod: Obj, record: PodRecord) -> None:
         try:
@@ -804,7 +822,7 @@ class DraKubelet:
             return
         node = self.nodes.get(record.node)
         for rec in record.claims.values():
-            if not rec.driver or node is None:
+            if node is None:
                 continue
             with self._lock:
                 users = self.prepared_claims.get((record.node, rec.uid), set())
@@ -812,12 +830,16 @@ class DraKubelet:
                 last = not users
                 if last:
                     self.prepared_claims.pop((record.node, rec.uid), None)
-            plugin = node.plugins.get(rec.driver)
-            if last and plugin is not None and (rec.devices or rec.error):
+            for driver in rec.drivers if last else []:
+                plugin = node.plugins.get(driver)
+                if plugin is None:
+                    continue
                 answer = self.client.unprepare(plugin, [{"namespace": rec.namespace, "name": rec.name, "uid": rec.uid}], node.api_version)
-                err = answer.get("error") or ((answer.get("claims") or {}).get(rec.uid) or {}).get("error")
+                answered = answer.get("claims") or {}
+                err = answer.get("error") or (answered.get(rec.uid) or {}).get("error") or \
+                    ("NodeUnprepareResources skipped 1 ResourceClaims" if rec.uid not in answered else "")
                 if err:
-                    self.failures.setdefault((record.namespace, record.name), []).append(f"unprepare {rec.name}: {err}")
+                    self.failures.setdefault((record.namespace, record.name), []).append(f"unprepare {rec.name} ({driver}): {err}")
         record.unprepared = True
         if then_delete:
             self._force_delete({"metadata": {"namespace": record.namespace, "name": record.name, "uid": record.uid}})
@@ -861,6 +883,7 @@ class NodeSpec:
     cuda_version: str = "13.0"
     compute_domains: bool = False  # run the compute-domain plugin too
     api_version: str = "v1"  # the DRA gRPC API kubelet speaks to the plugins
+    call_timeout: float = 45  # how long kubelet waits for a plugin's answer (kubelet: 45 s)
 
 
 class ComputeDomainDaemons:
@@ -971,6 +994,10 @@ class MockNodes:
             add_node(self.kube, spec.name, dict(spec.labels))
         self.kube.ensure_namespace(spec.setup.namespace)
         kinds = (["gpu"] if spec.setup.gpus else []) + (["compute-domain"] if spec.compute_domains else [])
+        # the compute-domain plugin watches ComputeDomains before it publishes: the chart installs their CRDs (those of
+        # its own build; a ComputeDomain controller started before may have installed another build's, which stay)
+        if spec.compute_domains and self.kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", "computedomains.resource.nvidia.com") is None:
+            self.kube.install_crds(dra_driver.crd_files(spec.source))
         plugins: dict[str, KubeletPlugin] = {}
         try:
             for kind in kinds:
@@ -980,7 +1007,7 @@ class MockNodes:
             for p in plugins.values():
                 p.stop()
             raise
-        node = MockNode(spec.name, plugins, spec.api_version)
+        node = MockNode(spec.name, plugins, spec.api_version, spec.call_timeout)
         self.specs[spec.name] = spec
         self.kubelet.add(node)
         return node
