@@ -524,3 +524,33 @@ def test_kubelet_registers_each_build_and_prepares_with_dra_api_v1beta1_as_with_
                 kube.dyn.delete(kube.resource(api, kind), name=n, namespace=ns)
         node_run.wait_for("no pod left on the node", lambda: not [p for p in kube.items("v1", "Pod") if p["spec"].get("nodeName") == spec.name], 60)
         mock.remove(spec.name)
+
+
+# -- MIG: what the mock can show -----------------------------------------------------------------------------------------
+
+
+def test_with_dynamic_mig_on_the_plugin_turns_mig_mode_off_on_hopper_gpus_of_whole_gpu_pools(mock: MockNodes, example_tree: Path) -> None:
+    """The mock has no MIG (no MIG device, no GPU instance profile), but it answers MIG mode: with lab's gates (DynamicMIG
+    on for its h100-dynmig pool) the plugin on a node of lab's whole-GPU H200 pool runs DynamicMIG on every GPU it
+    finds, and at start sets MIG mode off on each Hopper GPU without MIG devices (nvlib.go maybeDisableMigMode: an
+    `nvidia-smi -mig 1` done at boot is undone), while on Ampere it leaves MIG mode alone (no reset-less toggle). With no
+    MIG profile to offer, the mock node publishes whole GPUs only; on real GPUs the same start publishes every MIG
+    placement (../shared/reference/hardware/*/driver-main-0.5.0-dev-dynamic-mig.json)."""
+    t = node_run.target(EXAMPLES, example_tree, "lab")
+    assert t.setup.gates.get("DynamicMIG") is True
+    specs = [NodeSpec("dm-h200-0", MODEL_PROFILES["H200-141GB"], 2, t.source, t.setup),
+             NodeSpec("dm-a100-0", MODEL_PROFILES["A100-40GB"], 2, t.source, t.setup)]
+    try:
+        logs = {}
+        for spec in specs:
+            plugin = mock.add(spec).plugins[GPU_DRIVER]
+            logs[spec.name] = plugin.log.read_text()
+            assert sorted(_devices(plugin.slices(mock.kube))) == ["gpu-0", "gpu-1"], spec.name
+        assert "DynamicMIG enabled" in logs["dm-h200-0"]
+        for i in range(2):
+            assert f"Called nvml.SetMigMode(nvml.DEVICE_MIG_DISABLE) for device gpu-{i}-" in logs["dm-h200-0"], i
+        assert "SetMigMode(nvml.DEVICE_MIG_DISABLE)" not in logs["dm-a100-0"]
+        assert "skipping MIG mode disable (architecture does not support reset-less MIG toggling)" in logs["dm-a100-0"]
+    finally:
+        for spec in specs:
+            mock.remove(spec.name)
