@@ -6,7 +6,10 @@ controller, repo server with the real Helm and kustomize, and redis) syncs every
 the real scheduler and workload controllers. What is asserted is Argo CD's own state: every Application Synced,
 the sync waves held (a NIMService is not applied while its cache is Progressing), health through gpuc's Lua, and
 the charts' objects on the server with the values gpuc set. Not run: kubelets (harness/kubelet.py reports bound
-pods as started), NVIDIA images, GPUs and the operators (the test writes the status fields they write).
+pods as started: container start is played), NVIDIA images, GPUs and the operators (the test writes the status fields
+they write); no claim is prepared here (the workers are plain nodes): gpuc's claims are prepared by the real DRA kubelet
+plugins on mock GPU nodes in test_real_kubelet_plugin.py, where the stand-in still plays container start and the MPS
+control daemon's readiness.
 """
 
 from __future__ import annotations
