@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -51,7 +52,8 @@ from compiler.place.inventory.codec import inventory_list
 from harness import components, controlplane
 from harness.controlplane import ControlPlane
 from harness.kube import Rejection
-from harness.node import CD_DRIVER, GPU_DRIVER, MODEL_PROFILES, RECORD_ANNOTATION, MockNodes, NodeSpec, PodRecord
+from harness.node import CD_DRIVER, GPU_DRIVER, MODEL_PROFILES, RECORD_ANNOTATION, MockNodes, NodeSpec, PodRecord, mock_tool
+from harness.processes import stop_group
 from harness.scheduling import publish_classes, verdict
 
 from check_support import example_cluster
@@ -554,3 +556,33 @@ def test_with_dynamic_mig_on_the_plugin_turns_mig_mode_off_on_hopper_gpus_of_who
     finally:
         for spec in specs:
             mock.remove(spec.name)
+
+
+# -- ComputeDomains: what of IMEX runs without hardware ------------------------------------------------------------------
+
+
+def test_the_mocks_fake_imex_serves_daemons_that_name_peers_by_ip_not_by_the_dns_names_gpucs_drivers_write(
+        example_tree: Path, tmp_path: Path) -> None:
+    """The mock's fake IMEX (k8s-test-infra cmd/fake-imex, deprecated there for the real nvidia-imex in --nogpu mode)
+    replaces `nvidia-imex` and `nvidia-imex-ctl` in a ComputeDomain daemon's container: the daemon writes a marker per
+    pod IP, the ctl reports READY when every peer nodes.cfg lists has one. It runs without hardware for peers named by
+    IP. The compute-domain daemon of both builds, with IMEXDaemonsWithDNSNames on (the default, and gpuc leaves it on),
+    writes nodes.cfg as DNS names, compute-domain-daemon-%04d for each possible node (cmd/compute-domain-daemon
+    dnsnames.go WriteNodesConfig), which the fake ctl refuses as peers: a daemon pod would never become Ready. So no
+    compute-domain daemon runs here and its part (the domain's clique entry) is played (harness/node.py)."""
+    for cluster in ("prod-east", "lab", "west"):
+        assert node_run.target(EXAMPLES, example_tree, cluster).setup.gates.get("IMEXDaemonsWithDNSNames", True) is True
+    state, nodes = tmp_path / "state", tmp_path / "nodes.cfg"
+    env = {"PATH": "/usr/bin:/bin", "IMEX_STATE_DIR": str(state), "IMEX_NODES_CONFIG": str(nodes), "POD_IP": "10.0.0.1"}
+    nodes.write_text("10.0.0.1\n")
+    daemon = subprocess.Popen([str(mock_tool("fake-imex")), "-c", "/imexd/imexd.cfg"], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        node_run.wait_for("the fake IMEX daemon's marker", (state / "10.0.0.1").exists, 30)
+        ready = subprocess.run([str(mock_tool("fake-imex-ctl")), "-c", "/imexd/imexd.cfg", "-q"], env=env, capture_output=True, text=True)
+        assert (ready.returncode, ready.stdout) == (0, "READY\n"), ready
+        nodes.write_text("".join(f"compute-domain-daemon-{i:04d}\n" for i in range(2)))
+        named = subprocess.run([str(mock_tool("fake-imex-ctl")), "-c", "/imexd/imexd.cfg", "-q"], env=env, capture_output=True, text=True)
+        assert named.returncode != 0 and "compute-domain-daemon-0000 not ready" in named.stderr, named
+    finally:
+        stop_group(daemon)
