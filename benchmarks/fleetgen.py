@@ -92,8 +92,7 @@ def _acknowledge(p: Platform) -> list[dict]:
         acks.append({"warning": "driver-fork", "reason": "runs the Fabric Manager fork's build"})
     if p.operator in ("helm", "patch") and p.driver_root == "/run/nvidia/driver":
         acks.append({"warning": "driver-upgrade", "reason": "DRA nodes are drained before GPU driver upgrades"})
-    if p.mig == "dynamic":
-        acks.append({"warning": "mig-mode", "reason": "the node image enables MIG mode"})
+    # no mig-mode: the dynamic pool is Hopper, whose MIG mode the kubelet plugin turns on itself (facts dynamicMig)
     if p.operator == "none":
         acks.append({"warning": "device-plugin-off", "reason": "the operator install this team runs has devicePlugin.enabled=false"})
     return acks

@@ -4,6 +4,7 @@ and how long headless Chromium takes to load and paint the page (selenium drives
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import tempfile
 import time
@@ -47,19 +48,25 @@ def browser_missing() -> str:
 
 @contextlib.contextmanager
 def headless_chromium(profile: Path | None = None, console_log: bool = False) -> Iterator:
-    """Debian's chromium under selenium, with the flags this machine's closed network needs."""
+    """Debian's chromium under selenium, with the flags this machine's closed network needs. It writes only under
+    its profile: its home there too (crash reports, dconf and NSS would otherwise go to the user's ~/.config,
+    ~/.cache and ~/.pki, which need not exist nor be writable)."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
+    profile = profile or Path(tempfile.mkdtemp(prefix="gpuc-chromium-"))
+    home = profile / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_CACHE_HOME": str(home / ".cache")}
     options = webdriver.ChromeOptions()
     options.binary_location = shutil.which("chromium")
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 f"--user-data-dir={profile or tempfile.mkdtemp(prefix='gpuc-chromium-')}", "--window-size=1300,2400"):
+                 f"--user-data-dir={profile}", "--window-size=1300,2400"):
         options.add_argument(flag)
     if console_log:
         options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    browser = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
+    browser = webdriver.Chrome(service=Service(shutil.which("chromedriver"), env=env), options=options)
     try:
         yield browser
     finally:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
+COMPILE_EXITS = "0 ok, 1 findings (pods that cannot be placed, output the cluster would refuse), 2 bad input"
 # every kind gpuc reads of a running cluster (facts: kubernetes.yaml clusterState; a test keeps them equal)
 STATUS_EXPORT = ("kubectl get nodes,resourceslices,resourceclaims,resourceclaimtemplates,deviceclasses,computedomains,nimcaches,"
                  "nimservices,clusterpolicies,gpuclusters,namespaces,configmaps -A -o yaml > state.yaml")
@@ -317,6 +318,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
     from .diagnostics import Diagnostic, InputError
     from .emit.scaffold import scaffold
+    from .facts.new_cluster import new_cluster
 
     target = Path(args.directory)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
@@ -325,7 +327,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", args.cluster):
         raise InputError([Diagnostic(args.cluster, 0, "--cluster", "a cluster name is a DNS label (lower-case letters, digits, '-')",
                                      "e.g. --cluster prod-east")])
-    files = scaffold(str(target), args.cluster, "1.36", "0.5.1", "v26.7.0", "h100", "H100-80GB")
+    files = scaffold(args.cluster, new_cluster(), args.repo_url, args.ci)
     parent = target.resolve().parent
     tmp: Path | None = None
     try:
@@ -342,7 +344,11 @@ def cmd_init(args: argparse.Namespace) -> int:
             shutil.rmtree(tmp, ignore_errors=True)
         raise InputError([Diagnostic(str(target), 0, "DIRECTORY", f"cannot write the fleet: {exc.strerror or exc}",
                                      "check the directory's permissions")]) from None
-    print(f"wrote {target}/ ({', '.join(sorted(files))}); next: gpuc validate {target}, then gpuc render {target} -o rendered")
+    shown = sorted(f for f in files if not f.startswith(".github/")) + ([".github/workflows/ (gpuc diff, gpuc render)"] if args.ci else [])
+    print(f"wrote {target}/ ({', '.join(shown)}); next: cd {target}, git init, gpuc validate . and gpuc render . -o rendered "
+          "(rendered/ is committed: Argo CD syncs it from this repository)"
+          + ("" if args.repo_url else "; set spec.gitops.repoURL to the repository's URL (or pass --repo-url)")
+          + ("; set the repository variable GPUC to the gpuc release CI installs" if args.ci else ""))
     return EXIT_OK
 
 
@@ -354,6 +360,15 @@ def cmd_catalog(args: argparse.Namespace) -> int:
         from .matrix import cases, judge
 
         print(matrix_page(judge(cases())), end="")
+        return EXIT_OK
+    if args.new_cluster:
+        from .emit.new_cluster import cases as choice_cases
+        from .emit.new_cluster import new_cluster_page
+        from .facts.new_cluster import kubernetes_minors, new_cluster
+        from .matrix import judge
+
+        choice = new_cluster()
+        print(new_cluster_page(choice, judge(choice_cases(choice, kubernetes_minors()))), end="")
         return EXIT_OK
     data = catalog_data()
     print(json.dumps(data, indent=2) if args.output == "json" else catalog_text(data), end="" if args.output != "json" else "\n")
@@ -464,6 +479,31 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if gated else EXIT_OK
 
 
+@functools.partial(_guarded, outcome="no plan was written")
+def cmd_upgrade(args: argparse.Namespace) -> int:
+    from .emit.upgrade.report import as_json, markdown
+    from .emit.upgrade.write import write_plans
+    from .upgrade import upgrade_fleet
+
+    plan = upgrade_fleet(Path(args.fleet), args.base, args.cluster, _checks(args), state=_state(args))
+    files = {c.cluster: _cluster_file(Path(args.fleet), c.cluster) for c in plan.clusters}
+    if args.out:
+        write_plans(Path(args.out), plan.clusters, args.fleet, files, plan.base, plan.commit)
+    if args.output == "json":
+        print(as_json(plan.clusters, plan.base, plan.commit))
+    else:
+        print(markdown(plan.clusters, args.fleet, files), end="")
+        if args.out and any(c.staged for c in plan.clusters):
+            print(f"\nThe plan and each step's rendered tree: {args.out}/<cluster>/ (plan.md, plan.json, step-N/)")
+    return EXIT_OK
+
+
+def _cluster_file(fleet: Path, cluster: str) -> str:
+    """The intent file that holds the cluster (clusters/<name>.yaml by convention), for the plan's instructions."""
+    named = fleet / "clusters" / f"{cluster}.yaml"
+    return f"clusters/{cluster}.yaml" if named.is_file() else f"the clusters/ file of {cluster}"
+
+
 def _gates(text: str) -> list[str]:
     from .emit.diff.gates import GATES
 
@@ -503,12 +543,15 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .emit.diff.gates import GATES
+
     parser = argparse.ArgumentParser(prog="gpuc", description="Compile GPU intents into the Kubernetes DRA stack.")
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    def add(name: str, func, help_text: str, fleet: bool = True, outputs: tuple[str, ...] = ("text", "json")) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_text, description=help_text)
+    def add(name: str, func, help_text: str, fleet: bool = True, outputs: tuple[str, ...] = ("text", "json"),
+            exits: str = COMPILE_EXITS) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text, epilog=f"exit codes: {exits}")
         if fleet:
             p.add_argument("fleet", metavar="FLEET", help="fleet directory (clusters/ and workloads/)")
         p.add_argument("--output", choices=outputs, default=outputs[0], help="output format")
@@ -559,14 +602,16 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--allow-infeasible", action="store_true",
                         help="render even when some pods cannot be placed on the cluster's devices")
     add_state(render)
-    plan = add("plan", cmd_plan, "place every pod's claims on the cluster's devices, offline, like the scheduler")
+    plan = add("plan", cmd_plan, "place every pod's claims on the cluster's devices, offline, like the scheduler",
+               exits="0 every pod placed, 1 some cannot be (or output the checks refuse), 2 bad input")
     plan.add_argument("--cluster", help="plan only this cluster")
     plan.add_argument("--html", metavar="FILE", help="also write a self-contained HTML capacity report to FILE")
     add_checks(plan)
     add_state(plan)
     plan.add_argument("--slices", metavar="FILE", help="the cluster's ResourceSlices alone (kubectl get resourceslices -o yaml): "
                                                        "an export --state reads too")
-    inventory = add("inventory", cmd_inventory, "print the ResourceSlices the cluster's DRA driver would publish")
+    inventory = add("inventory", cmd_inventory, "print the ResourceSlices the cluster's DRA driver would publish",
+                    exits="0 ok, 1 the cluster cannot be sized, 2 bad input")
     inventory.add_argument("--cluster", required=True, help="the cluster")
     add_checks(inventory)
     explain = add("explain", cmd_explain, "show sizing, pools and objects behind one workload (without one: list the workloads)")
@@ -575,31 +620,54 @@ def build_parser() -> argparse.ArgumentParser:
     add_checks(explain)
     add_state(explain)
     diff = add("diff", cmd_diff, "explain what an intent change does to each cluster (Markdown for a PR comment)",
-               outputs=("markdown", "json", *CI_OUTPUTS))
+               outputs=("markdown", "json", *CI_OUTPUTS),
+               exits="0 a report (whatever it says), 1 a --fail-on condition holds, 2 bad input in the working tree (a base "
+                     "that does not compile is reported, not an error)")
     diff.add_argument("--base", required=True, metavar="REF", help="git commit-ish to compare against, e.g. origin/main")
     diff.add_argument("--cluster", help="compare only this cluster")
     add_checks(diff, jobs=False)
     diff.add_argument("--fail-on", type=_gates, action="extend", default=[], metavar="CONDITIONS",
                       help="exit 1 when the diff has any of these conditions (comma-separated, repeatable): "
-                           "any, replacement, gpu-increase, infeasible, cluster-removed")
+                           + ", ".join(GATES))
     add_state(diff)
     add_cache(diff)
+    upgrade = add("upgrade", cmd_upgrade, "plan a change a running cluster cannot take as one commit (a DRA driver line, a pool "
+                  "moving to DRA, the GPU Operator's GPUCluster, a Kubernetes minor, a MIG layout under running pods) as "
+                  "ordered steps, each one commit with its checks",
+                  exits="0 a plan (or none needed), 2 bad input, or a change gpuc cannot stage (its line, and what to do instead)")
+    upgrade.add_argument("--base", required=True, metavar="REF", help="git commit-ish the clusters run now, e.g. origin/main")
+    upgrade.add_argument("--cluster", help="plan only this cluster")
+    upgrade.add_argument("-o", "--out", metavar="DIR", help="write each cluster's plan (plan.md, plan.json) and every step's rendered tree "
+                                                          "to DIR/<cluster>/")
+    add_checks(upgrade, jobs=False)
+    add_state(upgrade)
     status = add("status", cmd_status, "check the running cluster against the fleet: DRA served, DeviceClasses, CDI, "
                                         "ResourceSlices, device plugin, claims, NIM, ComputeDomains, MIG, drift. "
                                         f"Export every kind it reads with `{STATUS_EXPORT}` "
-                                        "(a kind left out is skipped, not missing)")
+                                        "(a kind left out is skipped, not missing)",
+                 exits="0 no check failed, 1 a check failed, 2 bad input")
     status.add_argument("--cluster", required=True, help="the cluster the state describes")
     add_checks(status)
     add_state(status)
-    init = add("init", cmd_init, "write a new fleet (one cluster, one workload) that validates", fleet=False, outputs=("text",))
+    init = add("init", cmd_init, "write a new fleet (one cluster, one workload) that validates, laid out as the root of its git "
+                                 "repository", fleet=False, outputs=("text",), exits="0 written, 2 the directory exists and is not empty, "
+                                                                                     "or cannot be written")
     init.add_argument("directory", metavar="DIRECTORY", help="the new fleet directory")
     init.add_argument("--cluster", default="my-cluster", help="the cluster's name (default: my-cluster)")
+    init.add_argument("--ci", choices=("github",), help="also write the CI workflows: github, GitHub Actions that post gpuc diff "
+                                                       "on pull requests and render on main (the gpuc they install is the "
+                                                       "repository variable GPUC)")
+    init.add_argument("--repo-url", metavar="URL", help="the git URL of the fleet's repository, where Argo CD reads rendered/ "
+                                                       "(spec.gitops.repoURL; default: a placeholder to replace)")
     catalog = add("catalog", cmd_catalog, "list the GPU models, MIG profiles, DRA driver lines and Kubernetes versions gpuc knows",
-                  fleet=False)
+                  fleet=False, exits="0")
     catalog.add_argument("--matrix", action="store_true", help="compile every Kubernetes minor with every DRA driver line and "
                                                               "operator release, and print the platform matrix page "
                                                               "(docs/reference/platform-matrix.md)")
-    schema = add("schema", cmd_schema, "print the JSON Schema of the input kinds", fleet=False)
+    catalog.add_argument("--new-cluster", action="store_true", help="print which DRA driver line and GPU Operator mode a new "
+                                                                   "cluster should take, and why (docs/how-to/new-cluster.md; "
+                                                                   "what gpuc init writes)")
+    schema = add("schema", cmd_schema, "print the JSON Schema of the input kinds", fleet=False, exits="0")
     schema.add_argument("--markdown", action="store_true", help="print the intent format reference page instead "
                                                                 "(docs/reference/intent-format.md)")
     return parser

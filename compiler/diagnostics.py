@@ -6,6 +6,7 @@ must be able to jump to the mistake without reading gpuc's source.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 import re
@@ -60,7 +61,7 @@ def _from_cwd(file: str) -> str:
     if _fleet_root is None or not file or os.path.isabs(file) or file.startswith(("(", "<")):
         return file
     path = _fleet_root / file
-    if not os.path.exists(path):
+    if not os.path.lexists(path):
         return file  # not a fleet file: an export named from the working directory, ref:path of a diff base
     rel = os.path.relpath(path)
     shown = os.path.abspath(path) if rel.startswith(os.pardir + os.sep + os.pardir) else rel  # far away: absolute reads better
@@ -76,6 +77,7 @@ class Diagnostic:
     hint: str = ""
     severity: Severity = "error"
     code: str = ""  # a warning a Cluster's spec.acknowledge can accept
+    rule: str = ""  # the kind of finding, by what found it (`schema`, `rules/budgets`, `output/objects`, `placement`): SARIF's rule
 
     @property
     def shown_file(self) -> str:
@@ -99,6 +101,7 @@ class Diagnostic:
             "message": self.message,
             "hint": self.hint,
             **({"code": self.code} if self.code else {}),
+            **({"rule": self.rule} if self.rule else {}),
         }
 
 
@@ -129,6 +132,13 @@ class Findings:
     def extend(self, diagnostics: Iterable[Diagnostic]) -> None:
         self._items.extend(diagnostics)
 
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def tag_since(self, start: int, rule: str) -> None:
+        """Name what found the findings added since `start` (those without a rule yet)."""
+        self._items[start:] = tagged(self._items[start:], rule)
+
     @property
     def errors(self) -> list[Diagnostic]:
         return [d for d in self._items if d.severity == "error"]
@@ -146,7 +156,7 @@ class Findings:
         def clean(text: str) -> str:
             return pattern.sub("<redacted>", text) if pattern else text
         if secrets:
-            self._items = [Diagnostic(d.file, d.line, clean(d.path), clean(d.message), clean(d.hint), d.severity, d.code)
+            self._items = [Diagnostic(d.file, d.line, clean(d.path), clean(d.message), clean(d.hint), d.severity, d.code, d.rule)
                            for d in self._items]
 
     def raise_if_errors(self) -> None:
@@ -155,6 +165,11 @@ class Findings:
 
     def all(self) -> list[Diagnostic]:
         return sorted(set(self._items))
+
+
+def tagged(diagnostics: Iterable[Diagnostic], rule: str) -> list[Diagnostic]:
+    """The findings, each without a rule given `rule` (Diagnostic.rule)."""
+    return [d if d.rule else dataclasses.replace(d, rule=rule) for d in diagnostics]
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

@@ -19,12 +19,13 @@ from pathlib import Path
 from .cache.keys import digest
 from .cache.plan import BuildPlan, Settings, safe_plan
 from .cache.store import CacheStore
+from .check.budgets import budget_use
 from .check.gate import ClusterOutcome, CompiledFleet, OutputRejected
 from .check.model import NO_PREVIOUS, CheckOptions, ClusterContext, PreviousObjects
 from .check.placement import check_placement
 from .check.run import check_cluster, cluster_catalog
 from .check.status import Finding, StatusReport, cluster_status
-from .diagnostics import Diagnostic, Findings, InputError
+from .diagnostics import Diagnostic, Findings, InputError, tagged
 from .emit.diff.compare import ClusterDiff, FleetDiff, compare
 from .emit.previous import PreviousTree
 from .emit.tree import cluster_files
@@ -36,8 +37,10 @@ from .load.yaml_source import SourceDoc
 from .lower import lower_cluster
 from .lower.graph import CompiledCluster
 from .place import NO_USE, AllocationPlan, ClusterUse, Inventory, Progress, place_cluster, running_inventory, synthesize_for, with_headroom
+from .place.inventory import synthesize
 from .plan import plan_cluster
 from .runner import OVERLAP_MIN_OBJECTS, LoadedFleet, build_workers, load, mapped, overlapped, without_cyclic_gc
+from .validate import partial
 from .validate.documents import CheckedDocument, Fleet, build_fleet
 from .validate.resolution import resolve_clusters
 from .validate.resolved import ResolvedCluster
@@ -72,25 +75,30 @@ class CompileOptions:
 def validate_clusters(source: str | os.PathLike[str] | FleetFiles,
                       checked_early: Callable[[SourceDoc], CheckedDocument | None] | None = None,
                       state: ClusterState | None = None, only: str | None = None) -> tuple[Fleet, dict[str, ResolvedCluster], Findings]:
-    """Every document checked and every cluster resolved, which is all that compiling a cluster needs.
-    The workload rules (validate.rules.check_intents) are still to run and may add errors. Raises
-    InputError when what is here already fails. `only`: the cluster `state` describes."""
+    """Every document checked and every cluster resolved, which is all that compiling a cluster needs. When
+    something failed (the findings hold errors), the fleet returned is what the rest can still be compiled from
+    (validate.partial) and every rule has run on it; otherwise the workload rules (validate.rules.check_intents)
+    are still to run and may add errors. `only`: the cluster `state` describes."""
     findings = Findings()
     files = source if isinstance(source, FleetFiles) else load_fleet(source)
     findings.extend(files.warnings)
     fleet = build_fleet(files, findings, checked_early)
-    findings.raise_if_errors()
+    if findings.errors:  # documents that did not validate: the clusters they concern are set aside, not the fleet
+        clusters, namespaces = partial.from_documents(fleet.unvalidated)
+        fleet = partial.without(fleet, clusters, namespaces=namespaces)
+    start = len(findings)
     resolved = resolve_clusters(fleet, findings, models_from_state(state), {only: provider_from_state(state)} if only else {})
+    findings.tag_since(start, "cluster")
     if findings.errors:
         check_intents(fleet, resolved, findings)  # every mistake in one run
-        findings.raise_if_errors()
     return fleet, resolved, findings
 
 
 def validate_fleet(source: str | os.PathLike[str] | FleetFiles) -> tuple[Fleet, dict[str, ResolvedCluster], list[Diagnostic]]:
     """Load and validate, without compiling; raises InputError (exit 2) with every finding."""
     fleet, resolved, findings = validate_clusters(source)
-    check_intents(fleet, resolved, findings)
+    if not findings.errors:
+        check_intents(fleet, resolved, findings)
     findings.raise_if_errors()
     return fleet, resolved, findings.warnings
 
@@ -99,6 +107,7 @@ def compile_cluster(cluster: ResolvedCluster, fleet: Fleet) -> tuple[CompiledClu
     """Plan and lower one cluster; the findings say why it could not be compiled, if it could not."""
     findings = Findings()
     plan = plan_cluster(cluster, fleet, findings)
+    findings.tag_since(0, "sizing")
     return (None if findings.errors else lower_cluster(plan, fleet)), findings
 
 
@@ -134,8 +143,11 @@ class _Job:
         tree = self.previous(name, files)
         previous: PreviousObjects = tree if tree is not None else NO_PREVIOUS
         inventory, use = self.inventory(compiled)
+        # a staged change's step is checked against the cluster as intended: what it holds back is not wrong, only later
+        checked_on = inventory if compiled.cluster.transition is None or options.state is not None else \
+            synthesize(compiled.cluster.as_intended(), compiled.driver_values, compiled.node_labels)
         ctx = ClusterContext(compiled, cluster_catalog(compiled, self.fleet.root, options.checks), options.checks,
-                             previous, inventory)
+                             previous, checked_on)
         outcome.checked = len(ctx.objects)
         progress = self.progress(name) if self.progress is not None else None
 
@@ -143,27 +155,31 @@ class _Job:
             return place_cluster(compiled, inventory, progress, detail=options.detail, use=use)
 
         # A large cluster built in this process checks its output in a fork while its pods are placed here
-        # (two independent halves of the work); otherwise the checks come first, and the gate does not
-        # place output the cluster refuses (its pods would never exist). A detailed plan places anyway:
-        # where each pod would go, and why it could not, helps fix it.
+        # (two independent halves of the work). Pods are placed even when the checks refuse the output: what
+        # does not fit, and what works on one node only, are findings of the same run, not of the next one.
         overlap = self.in_process and len(compiled.objects) >= OVERLAP_MIN_OBJECTS
         found, placement = overlapped(lambda: check_cluster(ctx), place if overlap else lambda: None, overlap)
         for d in found:
             (outcome.rejected if d.severity == "error" else outcome.warnings).append(d)
-        if placement is None and (not outcome.rejected or options.detail):
+        if placement is None:
             placement = place()
+        if options.detail:  # what is left: per pool, and per team budget
+            placement = dataclasses.replace(with_headroom(compiled, placement, live=options.state is not None),
+                                            budgets=tuple(budget_use(compiled)))
+        outcome.unplaced = len(placement.unplaced)
+        outcome.rejected.extend(tagged(check_placement(compiled, placement), "placement"))  # what works on one node only
+        problems = tagged(placement.diagnostics(), "placement")
+        step = compiled.cluster.transition
+        if step is not None:  # a staged change's step: pods that wait for a later step are what the plan says
+            outcome.warnings.extend(dataclasses.replace(
+                d, message=f"(step {step.step} of {step.steps}: {step.change}) {d.message}", severity="warning",
+                hint="this step holds GPUs back; `gpuc upgrade` says which step serves them again") for d in problems)
+        elif options.allow_infeasible:
+            outcome.warnings.extend(dataclasses.replace(d, severity="warning") for d in problems)
+        else:
+            outcome.infeasible.extend(problems)
         if outcome.rejected and not options.detail:
-            placement = None
-        if placement is not None and options.detail:
-            placement = with_headroom(compiled, placement, live=options.state is not None)
-        if placement is not None:
-            outcome.unplaced = len(placement.unplaced)
-            outcome.rejected.extend(check_placement(compiled, placement))  # what works on one node only
-            problems = placement.diagnostics()
-            if options.allow_infeasible:
-                outcome.warnings.extend(Diagnostic(d.file, d.line, d.path, d.message, d.hint, "warning") for d in problems)
-            else:
-                outcome.infeasible.extend(problems)
+            placement = None  # refused output is never applied: no backend reads where its pods would go
         if self.write is not None and files is not None and outcome.passed:
             self.write(name, files, tree.unchanged if tree is not None else set())
             outcome.paths = sorted(files)
@@ -187,12 +203,15 @@ def compile_fleet(source: str | os.PathLike[str] | LoadedFleet, options: Compile
         loaded = source if isinstance(source, LoadedFleet) else load(source, options.jobs)
         fleet, resolved, findings = validate_clusters(loaded.files, loaded.checked_early, options.state, options.only)
         only = options.only
+        if findings.errors:
+            raise InputError(_one_pass(fleet, resolved, findings, options))
         if only is not None and only not in resolved and not options.missing_ok:
             check_intents(fleet, resolved, findings)  # mistakes in the fleet come first
-            findings.raise_if_errors()
+            if findings.errors:
+                raise InputError(_one_pass(fleet, resolved, findings, options))
             raise InputError([Diagnostic(str(fleet.root), 0, "--cluster", f"no cluster named '{only}' in the fleet",
                                          f"clusters: {', '.join(resolved)}")])
-        names = [n for n in resolved if (only is None or n == only) and (options.subset is None or n in options.subset)]
+        names = _names(resolved, options)
         if options.state is not None and len(names) != 1:
             raise InputError([Diagnostic(options.state.display, 0, "--state", "a cluster state describes one cluster",
                                          f"add --cluster (clusters: {', '.join(names)})")])
@@ -201,19 +220,46 @@ def compile_fleet(source: str | os.PathLike[str] | LoadedFleet, options: Compile
         outcomes: dict[str, ClusterOutcome] = {}
         with mapped(job.build, names, workers) as results:
             # The workload rules run here while forked workers already build (the rules only add findings).
-            # If they fail, the builds are thrown away unread and whatever a worker wrote is discarded.
+            # If they fail, the builds are thrown away unread and whatever a worker wrote is discarded; what
+            # the rules did not set aside is built again, for its findings.
             check_intents(fleet, resolved if options.subset is None else {n: resolved[n] for n in names}, findings)
-            findings.raise_if_errors()
-            for outcome in results:
+            for outcome in results if not findings.errors else ():
                 outcomes[outcome.name] = outcome
                 if built is not None:
                     built(len(outcomes), len(names))
-        warnings = sorted(set(findings.warnings) | {w for o in outcomes.values() for w in o.warnings})
-        if only is not None:
-            warnings = _about(fleet, only, warnings)
-        elif options.subset is not None:
-            warnings = sorted({w for name in names for w in _about(fleet, name, warnings)})
-        return CompiledFleet(fleet, outcomes, warnings)
+        if findings.errors:
+            raise InputError(_one_pass(fleet, resolved, findings, options))
+        return CompiledFleet(fleet, outcomes, _shown(fleet, names, findings.warnings, outcomes.values(), options))
+
+
+def _names(resolved: dict[str, ResolvedCluster], options: CompileOptions) -> list[str]:
+    only = options.only
+    return [n for n in resolved if (only is None or n == only) and (options.subset is None or n in options.subset)]
+
+
+def _shown(fleet: Fleet, names: list[str], warnings: list[Diagnostic], outcomes, options: CompileOptions) -> list[Diagnostic]:
+    """The fleet's warnings and its clusters', each once, sorted; with --cluster (or a subset) only theirs."""
+    out = sorted(set(warnings) | {w for o in outcomes for w in o.warnings})
+    if options.only is not None:
+        return _about(fleet, options.only, out)
+    if options.subset is not None:
+        return sorted({w for name in names for w in _about(fleet, name, out)})
+    return out
+
+
+def _one_pass(fleet: Fleet, resolved: dict[str, ResolvedCluster], findings: Findings, options: CompileOptions) -> list[Diagnostic]:
+    """Every finding of a fleet with input errors: those, and what compiling the clusters they leave whole finds
+    (validate.partial says what is set aside). Nothing is written or kept; all of it sorted, so in file order."""
+    aside = partial.from_findings(fleet, findings.errors)
+    rest = partial.without(fleet, aside.clusters, aside.workloads)
+    names = [] if aside.everything else [n for n in _names(resolved, options) if n in rest.clusters]
+    if options.state is not None and len(names) != 1:
+        names = []
+    job = _Job(rest, resolved, dataclasses.replace(options, keep=False, digests=False), None, None)
+    with mapped(job.build, names, build_workers(sum(len(rest.workloads_on(n)) for n in names), len(names), options.jobs)) as results:
+        outcomes = list(results)
+    found = [d for o in outcomes for d in o.infeasible + o.rejected]
+    return sorted(set(findings.errors + found + _shown(fleet, names, findings.warnings, outcomes, options)))
 
 
 def _about(fleet: Fleet, cluster: str, warnings: list[Diagnostic]) -> list[Diagnostic]:

@@ -408,14 +408,18 @@ def _common_env(argo: ArgoCD, binary_name: str) -> dict[str, str]:
             "ARGOCD_GPG_ENABLED": "false", "KUBECONFIG": str(argo.cp.kubeconfig())}
 
 
-def _ask_pass_socket(argo: ArgoCD) -> Path:
-    """The askpass socket's path: in the workdir while it fits a unix socket's 107 bytes, else a short one under
-    the temp dir named after the workdir (pytest-xdist's per-worker temp paths outgrow the limit)."""
-    path = argo.workdir / "reposerver-ask-pass.sock"
-    if len(str(path).encode()) <= 100:
+SOCKET_PATH_MAX = 100  # a unix socket's path holds 107 bytes (sun_path, less its NUL); a margin below
+
+
+def _ask_pass_socket(workdir: Path) -> Path:
+    """The askpass socket's path: in the workdir while it fits a unix socket's 107 bytes, else a short one named
+    after the workdir under the temp dir (pytest-xdist's per-worker temp paths outgrow the limit), or under /tmp
+    when TMPDIR is itself too long for it."""
+    path = workdir / "reposerver-ask-pass.sock"
+    if len(str(path).encode()) <= SOCKET_PATH_MAX:
         return path
-    digest = hashlib.sha256(str(argo.workdir).encode()).hexdigest()[:16]
-    short = Path(tempfile.gettempdir()) / f"gpuc-argocd-{digest}.sock"
+    name = f"gpuc-argocd-{hashlib.sha256(str(workdir).encode()).hexdigest()[:16]}.sock"
+    short = next(p for p in (Path(tempfile.gettempdir()) / name, Path("/tmp") / name) if len(str(p).encode()) <= SOCKET_PATH_MAX)
     short.unlink(missing_ok=True)  # left by a run that was killed
     return short
 
@@ -435,7 +439,7 @@ def _start_repo_server(argo: ArgoCD, bins: dict[str, Path], resync_s: int) -> No
     tmp.mkdir(exist_ok=True)
     env = _common_env(argo, "argocd-repo-server") | {
         "PATH": f"{tools}{os.pathsep}{os.environ.get('PATH', '')}", "TMPDIR": str(tmp),
-        "ARGOCD_ASK_PASS_SOCK": str(_ask_pass_socket(argo)),
+        "ARGOCD_ASK_PASS_SOCK": str(_ask_pass_socket(argo.workdir)),
         "HELM_CACHE_HOME": str(argo.workdir / "helm/cache"), "HELM_CONFIG_HOME": str(argo.workdir / "helm/config"),
         "HELM_DATA_HOME": str(argo.workdir / "helm/data"),
     }

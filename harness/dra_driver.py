@@ -72,9 +72,12 @@ def source_for_line(line: str) -> tuple[str, str | None]:
 
 
 def upstream_dir() -> Path:
-    """../shared/upstream/src (GPUC_UPSTREAM_SRC overrides): the nearest shared/ above the checkout, as build.sh finds it."""
+    """../shared/upstream/src (GPUC_UPSTREAM_SRC overrides, then GPUC_SHARED/upstream/src): the nearest shared/ above
+    the checkout, as build.sh finds it."""
     if os.environ.get("GPUC_UPSTREAM_SRC"):
         return Path(os.environ["GPUC_UPSTREAM_SRC"])
+    if os.environ.get("GPUC_SHARED"):
+        return Path(os.environ["GPUC_SHARED"]) / "upstream" / "src"
     here = components.HERE
     return next((p / "shared" / "upstream" / "src" for p in here.parents if (p / "shared" / "upstream" / "src").is_dir()),
                 here.parent.parent / "shared" / "upstream" / "src")

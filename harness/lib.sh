@@ -66,15 +66,15 @@ wrapper_module() {
 # ../shared/upstream/src/<name> (git archives of the operators' tags, read-only in CI) copied to $cache/src/<name>
 # when its content changed (-mod=mod may rewrite go.mod and go.sum); prints the copy's dir, whose .gpuc-stamp
 # holds a hash of the archive. shared/ sits beside the checkout, or higher up for a git worktree;
-# GPUC_UPSTREAM_SRC names another.
+# GPUC_SHARED names another shared/, GPUC_UPSTREAM_SRC another src/ (it wins over GPUC_SHARED).
 upstream_source() {
-  local name="$1" top="${GPUC_UPSTREAM_SRC:-}" d="$here" from copy tree
+  local name="$1" top="${GPUC_UPSTREAM_SRC:-${GPUC_SHARED:+$GPUC_SHARED/upstream/src}}" d="$here" from copy tree
   if [ -z "$top" ]; then
     while [ "$d" != / ] && [ ! -d "$d/shared/upstream/src" ]; do d="$(dirname "$d")"; done
     top="$d/shared/upstream/src"
   fi
   from="$top/$name" copy="$cache/src/$name"
-  [ -f "$from/go.mod" ] || fail "$from is missing: the operators build from ../shared/upstream/src (GPUC_UPSTREAM_SRC names another)"
+  [ -f "$from/go.mod" ] || fail "$from is missing: the operators build from ../shared/upstream/src (GPUC_SHARED or GPUC_UPSTREAM_SRC names another)"
   tree="$(cd "$from" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)"
   if [ "$(cat "$copy/.gpuc-stamp" 2>/dev/null)" != "$tree" ]; then
     rm -rf "$copy" "$copy.tmp" && cp -R "$from" "$copy.tmp" && chmod -R u+w "$copy.tmp" && mv "$copy.tmp" "$copy"

@@ -19,7 +19,7 @@ import pulumi
 from compiler.lower.graph import CompiledCluster, HelmRelease, KubeObject, Wave
 
 from .components import CompiledComponent, component_for
-from .helm import release_factory
+from .helm import release_factory, release_options
 from .kinds import object_factory
 from .ordering import WaveBarrier, replacement_options
 
@@ -40,7 +40,8 @@ class _Planned:
 def _plan_item(item: Item, chart_root: Path) -> _Planned:
     component = component_for(item.component)
     if isinstance(item, HelmRelease):
-        return _Planned(("HelmRelease", item.namespace, item.name), item.wave, component, release_factory(item, chart_root), {})
+        return _Planned(("HelmRelease", item.namespace, item.name), item.wave, component, release_factory(item, chart_root),
+                        release_options(item))
     return _Planned(item.key, item.wave, component, object_factory(item), replacement_options(item.replacements))
 
 

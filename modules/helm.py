@@ -8,6 +8,7 @@ the name is part of the chart's object names.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,16 @@ def chart_args(release: HelmRelease, root: Path) -> dict[str, Any]:
 
 def release_resource_name(release: HelmRelease) -> str:
     return f"{release.namespace}/{release.name}"
+
+
+def release_options(release: HelmRelease) -> dict[str, Any]:
+    """The DRA driver's release under another line's chart name (25.x `nvidia-dra-driver-gpu`, 0.4+ `dra-driver-nvidia-gpu`)
+    is the same release to Pulumi, replaced by deleting the old one first: Pulumi creates a resource of a new name
+    before it deletes the old one, which would run two kubelet plugins on every GPU node during the update."""
+    if not release.formerly:
+        return {}
+    return {"aliases": [pulumi.Alias(name=release_resource_name(dataclasses.replace(release, name=n))) for n in release.formerly],
+            "replace_on_changes": ["name"], "delete_before_replace": True}
 
 
 def release_factory(release: HelmRelease, root: Path) -> Callable[[pulumi.ResourceOptions], k8s.helm.v3.Release]:

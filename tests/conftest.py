@@ -5,6 +5,9 @@ from __future__ import annotations
 import contextlib
 import copy
 import io
+import os
+import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,9 +18,20 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "intents"
 GOLDEN = REPO / "tests" / "golden"
-# shared/ sits beside the checkout (CI, the main clone); a git worktree nests one level deeper.
-REFERENCE = next((p / "shared" / "reference" for p in REPO.parents if (p / "shared" / "reference").is_dir()),
-                 REPO.parent / "shared" / "reference")
+# shared/ (the upstream reference files and sources) sits beside the checkout (CI, the main clone); a git worktree
+# nests one level deeper. GPUC_SHARED names it for a checkout elsewhere (a clone under /tmp, another user's home).
+SHARED = (Path(os.environ["GPUC_SHARED"]) if os.environ.get("GPUC_SHARED") else
+          next((p / "shared" for p in REPO.parents if (p / "shared" / "reference").is_dir()), REPO.parent / "shared"))
+REFERENCE = SHARED / "reference"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_user_build_cache(tmp_path_factory):
+    """Module-scoped fixtures render too, before any test's own cache is set: theirs is one for the session, never
+    the user's ~/.cache (which need not exist, nor be writable)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GPUC_CACHE_DIR", str(tmp_path_factory.mktemp("gpuc-session-cache")))
+        yield
 
 
 @pytest.fixture(autouse=True)
@@ -154,6 +168,15 @@ def fleet(tmp_path: Path):
         return write_fleet(tmp_path / f"fleet{next(counter)}", clusters, workloads)
 
     return make
+
+
+def writable_copy(src: Path, dest: Path) -> Path:
+    """A copy of a tree from shared/ that the test may change. shared/ is read-only (its files r--r--r--, its
+    folders r-x): a plain copytree keeps those modes, which root does not notice and any other user does."""
+    shutil.copytree(src, dest, copy_function=shutil.copyfile)
+    for folder in [dest, *(p for p in dest.rglob("*") if p.is_dir() and not p.is_symlink())]:
+        folder.chmod(folder.stat().st_mode | stat.S_IWUSR)
+    return dest
 
 
 def compile_single(fleet_path: Path, cluster: str = "c1"):

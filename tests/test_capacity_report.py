@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import struct
 from collections import Counter
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from compiler.emit.capacity_html import capacity_html
 from compiler.emit.plan_report import plan_markdown
 from compiler.pipeline import CompileOptions, compile_fleet
 
-from conftest import EXAMPLES, cluster_doc, gpuc, workload_doc
+from conftest import EXAMPLES, REPO, cluster_doc, gpuc, workload_doc
 
 
 def plan_compilation(path):
@@ -255,3 +256,26 @@ def test_a_missing_browser_is_named_in_one_line(monkeypatch):
     message = bench.browser_missing()
     assert message.startswith("chromedriver not found on PATH") and "apt-get install chromium chromium-driver" in message
     assert "\n" not in message and not bench.chromium_available()
+
+
+def test_the_docs_screenshot_shows_the_example_fleets_report_as_it_is_now(tmp_path):
+    """docs/capacity-report.png carries the digest of the page it shows: when `gpuc plan intents --html` writes another
+    page (the report or the example fleet changed), the screenshot is stale. No browser needed to tell."""
+    from benchmarks.report_screenshot import digest_of, example_report
+
+    shown = digest_of((REPO / "docs" / "capacity-report.png").read_bytes())
+    assert shown == example_report(tmp_path / "report.html"), \
+        "docs/capacity-report.png is stale: run `python -m benchmarks.report_screenshot docs/capacity-report.png`"
+
+
+def test_the_screenshot_tool_shows_the_whole_report_and_records_its_digest(tmp_path):
+    if not chromium_available():
+        pytest.fail(browser_missing(), pytrace=False)
+    from benchmarks.report_screenshot import WIDTH, digest_of, screenshot
+
+    page = tmp_path / "report.html"
+    page.write_text(capacity_html([], "GPU capacity: nothing"))
+    png = screenshot(page, "abc", tmp_path / "profile")
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and digest_of(png) == "abc"
+    width, height = struct.unpack(">II", png[16:24])
+    assert width == WIDTH and height >= 100

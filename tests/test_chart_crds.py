@@ -3,14 +3,13 @@ folders, subcharts' included) are read by --crds and spec.crds; a chart's templa
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import yaml
 
 from compiler.check.crds import read_crd_dir
 
-from conftest import EXAMPLES, REFERENCE, gpuc
+from conftest import EXAMPLES, REFERENCE, gpuc, writable_copy
 
 CHARTS = REFERENCE.parent / "upstream" / "charts"  # ../shared/upstream/charts: the real charts, unpacked
 
@@ -35,7 +34,7 @@ def test_a_cluster_that_names_no_version_is_told_to():
 
 def test_only_crds_folders_are_read_inside_a_chart(tmp_path: Path):
     chart = tmp_path / "charts" / "gpu-operator-v26.7.0"
-    shutil.copytree(CHARTS / "gpu-operator-v26.7.0", chart)
+    writable_copy(CHARTS / "gpu-operator-v26.7.0", chart)
     crds = read_crd_dir(tmp_path / "charts", "charts")
     files = {Path(c.file).relative_to("charts").as_posix().split("/crds/")[0] for c in crds}
     assert files == {"gpu-operator-v26.7.0", "gpu-operator-v26.7.0/charts/node-feature-discovery"}

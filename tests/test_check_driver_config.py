@@ -187,10 +187,21 @@ def test_what_the_driver_takes_and_ignores_is_a_warning():
         assert errors_after("prod-east", damage) == []
 
 
-def test_a_vfio_config_is_a_warning_the_webhook_would_refuse():
+def test_a_vfio_config_is_refused_only_where_the_webhook_runs():
+    """The driver's admission webhook (off by default) refuses every VfioDeviceConfig; without it the kubelet plugin
+    applies one, and a KubeVirt VM needs it (/dev/vfio/vfio): gpuc writes one for passthrough workloads, so the
+    config itself is no finding unless the cluster's chart values turn the webhook on."""
     def vfio(c):
         _notebooks_config(c, {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "VfioDeviceConfig"})
 
-    found = [d for d in _findings_after(vfio) if "admission webhook knows no VfioDeviceConfig" in d.message]
-    assert [d.severity for d in found] == ["warning"]
-    assert found[0].hint == "leave the config out: the kubelet plugin gives a vfio device the same defaults"
+    def vfio_with_webhook(c):
+        vfio(c)
+        c.driver_values["webhook"] = {"enabled": True}
+
+    def refused(damage):
+        return [d for d in _findings_after(damage) if "admission webhook knows no VfioDeviceConfig" in d.message]
+
+    assert refused(vfio) == []
+    (error,) = refused(vfio_with_webhook)
+    assert error.severity == "error" and error.message.endswith("refuses the claim when it is enabled, and draDriver.values turn it on")
+    assert error.hint.startswith("turn the webhook off (webhook.enabled: false)")

@@ -24,17 +24,20 @@ def test_validate_with_the_operators_crds_prints_no_warning():
     assert data["warnings"] == []
 
 
-def test_without_crds_every_custom_resource_kind_is_reported_once_per_cluster(tmp_path):
+def test_without_crds_every_custom_resource_kind_is_reported_once_per_cluster(tmp_path, monkeypatch):
     """The example acknowledges its unchecked kinds; without that, one folded warning per cluster names them."""
     import shutil
 
     fleet = shutil.copytree(EXAMPLES, tmp_path / "fleet")
     for path in (fleet / "clusters").glob("*.yaml"):
         path.write_text(path.read_text().split("  acknowledge:")[0])
+    # files are shown from the working directory (absolute when two or more levels up): from beside the fleet,
+    # whether the checkout the tests run from sits near the temporary directory or far from it
+    monkeypatch.chdir(tmp_path)
     result = gpuc("validate", fleet)
     assert result.code == 0, result.err
     lines = [line for line in result.err.splitlines() if "no CRD for" in line]
-    assert [line.split(":")[0] for line in lines] == [f"{fleet}/clusters/{c}.yaml" for c in ("prod-east", "staging", "west")]
+    assert [line.split(":")[0] for line in lines] == [f"fleet/clusters/{c}.yaml" for c in ("prod-east", "staging", "west")]
     for kind in ("NIMService", "NIMCache", "ComputeDomain", "ClusterPolicy"):
         assert f"{kind} (" in result.err, kind
     assert "Application" not in "\n".join(lines) and all(line.endswith("[unchecked-crds]") for line in lines)

@@ -35,7 +35,7 @@ def test_json_errors_carry_file_line_and_path(fleet, monkeypatch):
     assert result.code == 2
     diag = json.loads(result.out)["diagnostics"][0]
     assert diag == {"file": "workloads/w.yaml", "line": 8, "path": "spec.gpu.sharng", "severity": "error",
-                    "message": "unknown field 'sharng'", "hint": "did you mean 'sharing'?"}
+                    "message": "unknown field 'sharng'", "hint": "did you mean 'sharing'?", "rule": "schema"}
 
 
 def test_unknown_cluster_for_render(tmp_path):

@@ -162,7 +162,7 @@ def test_change_that_makes_the_plan_infeasible(repo):
                                                     gpu={"count": 1, "require": {"minMemory": "100Gi"}})])
     result = diff(repo, "--fail-on", "infeasible")
     assert result.code == 1
-    assert "| c1 | changed | - | 1 changed | - | - | GPUs 2 -> ?<br>MIG 3g.40gb 1 -> ? | fits -> **does not fit** | - |" in result.out
+    assert "| c1 | changed | - | 1 changed | - | - | GPUs 2 -> ?<br>MIG 3g.40gb 1 -> ? | fits -> **does not fit** (1 workload finding(s) below) | - |" in result.out
     assert "### Does not fit" in result.out
     assert "no node pool of cluster 'c1' can serve this workload" in result.out
     assert diff(repo).code == 0, "without --fail-on the report is informational"
@@ -197,11 +197,14 @@ def test_working_tree_is_not_touched(repo):
     assert "replicas: 5" in (repo / "fleet" / "workloads" / "chat.yaml").read_text()
 
 
-def test_bad_reference_and_not_a_repository(repo, tmp_path):
+def test_bad_reference_and_not_a_repository(repo, tmp_path, monkeypatch):
     result = gpuc("diff", repo / "fleet", "--base", "no-such-branch")
     assert result.code == 2 and "'no-such-branch' is not a commit of this repository" in result.err
     assert result.err.rstrip().endswith("1 error(s); no diff was produced") and "nothing was written" not in result.err
     plain = write_fleet(tmp_path / "plain")
+    # git looks no higher than the test's directory: a TMPDIR inside a checkout (the clone's own .tmp) would
+    # otherwise make that checkout the fleet's repository
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
     result = gpuc("diff", plain, "--base", "main")
     assert result.code == 2 and "not inside a git repository" in result.err
 
@@ -288,16 +291,21 @@ def test_example_ci_files_parse_and_match_the_rendered_layout():
     examples = REPO / "examples" / "ci"
     diff_flow = yaml.safe_load((examples / "github" / "gpuc-diff.yaml").read_text())
     steps = " ".join(str(s.get("run", "")) for s in diff_flow["jobs"]["diff"]["steps"])
-    assert "gpuc diff intents --base" in steps and "--fail-on" in steps
+    assert "gpuc diff . --base" in steps and "--fail-on infeasible,budget" in steps  # the fleet at the root, as gpuc init lays it out
     assert "```text" in steps and "gpuc-diff.err" in steps, "on exit 2 the diagnostics are posted, not an empty body"
     assert "--edit-last" not in steps and "$MARKER" in steps, "the sticky comment is found by its marker"
-    assert ".github/workflows/gpuc-diff.yaml" in diff_flow[True]["pull_request"]["paths"]  # `on:` parses as True
+    assert ".github/workflows/gpuc-*.yaml" in diff_flow[True]["pull_request"]["paths"]  # `on:` parses as True
+    assert diff_flow["env"]["GPUC"] == "${{ vars.GPUC }}" and 'pip install "$GPUC"' in steps, "a pinned gpuc, no placeholder URL"
     assert "pull_request_target" in (examples / "github" / "gpuc-diff.yaml").read_text()
     render_flow = yaml.safe_load((examples / "github" / "gpuc-render.yaml").read_text())
     render_steps = " ".join(str(s.get("run", "")) for s in render_flow["jobs"]["render"]["steps"])
-    assert "gpuc render intents -o rendered" in render_steps
+    assert "gpuc render . -o rendered" in render_steps
     assert "git pull --rebase origin main" in render_steps and "for attempt in" in render_steps
-    assert ".github/workflows/gpuc-render.yaml" in render_flow[True]["push"]["paths"]
+    assert ".github/workflows/gpuc-*.yaml" in render_flow[True]["push"]["paths"]
+    from compiler.emit.scaffold import workflows
+
+    shipped = {f".github/workflows/{p.name}": p.read_text() for p in (examples / "github").glob("*.yaml")}
+    assert shipped == workflows(), "examples/ci/github holds what gpuc init --ci github writes"
     appset = yaml.safe_load((examples / "argocd" / "applicationset.yaml").read_text())
     assert appset["spec"]["generators"][0]["git"]["directories"] == [{"path": "rendered/*"}]
     assert appset["spec"]["template"]["spec"]["source"]["path"] == "{{ .path.path }}/argocd"
@@ -308,7 +316,7 @@ def test_a_change_the_allocator_cannot_place(repo):
     result = diff(repo, "--fail-on", "infeasible")
     assert result.code == 1
     out = result.out
-    assert "| c2 | changed | - | 1 changed | 1 changed | - | GPUs 2 -> 20 (+18) | fits -> **does not fit** | - |" in out
+    assert "| c2 | changed | - | 1 changed | 1 changed | - | GPUs 2 -> 20 (+18) | fits -> **does not fit**: add " in out
     assert "- **c2**: 4 pod(s) of `nim/chat` cannot be placed: request 'gpu' of chat needs 1 free device" in out  # folded
     assert "### Capacity after the change" in out
     assert "| h100 | 2 | 16 | 2 -> 16 |" in out  # c2's only pool fills up
@@ -423,8 +431,8 @@ def test_the_cost_of_a_change_per_pool_with_the_nodes_to_add(repo):
     result = diff(repo)
     head = result.out.split("### Cost of this change", 1)
     assert len(head) == 2 and "| cluster | status |" not in head[0], "the cost table comes first"
-    assert "| c1 | h100 | 10 -> 16 (+6) | 10 -> 16 (+6) devices | 0 | **no** |" in result.out, result.out
-    assert "- **c1** does not fit: add 3 nodes to pool h100 (24 GPUs)" in result.out
+    assert "| c1 | h100 | 10 -> 16 (+6) | 10 -> 16 (+6) devices | 0 |" in result.out, result.out
+    assert "- **c1**: **does not fit**: add 3 nodes to pool h100 (24 GPUs)" in result.out, "one verdict per cluster"
     data = json.loads(diff(repo, "--output", "json").out)
     cost = next(c for c in data["clusters"] if c["cluster"] == "c1")["cost"]
     assert cost["fits"] is False and cost["add"] == [{"pool": "h100", "nodes": 3, "gpus": 24}]
@@ -441,7 +449,11 @@ def test_the_cost_names_the_budgets_a_change_takes_a_team_over_in_every_output(r
     edit(repo, "workloads/train.yaml", [workload_doc("train", "research", clusters=["c1"], replicas=1, gpu={"count": 8}),
                                         workload_doc("extra", "research", clusters=["c1"], replicas=1, gpu={"count": 2})])
     result = diff(repo)
-    assert "- **c1** budget namespace `research`: gpu.nvidia.com devices 8 -> 10 of 8 (over by 2)" in result.out, result.out
+    assert "- **c1**: **over budget**: `research` gpu.nvidia.com devices 10 of 8\n" in result.out, result.out
+    assert "  - budget namespace `research`: gpu.nvidia.com devices 8 -> 10 of 8 (over by 2)" in result.out
+    assert "| fits -> **over budget**: `research` gpu.nvidia.com devices 10 of 8 |" in result.out, "not 'fits' beside 'output refused'"
+    assert diff(repo).code == 0 and diff(repo, "--fail-on", "budget").code == 1
+    assert "--fail-on budget tripped: a team over its budget: research on c1" in diff(repo, "--fail-on", "budget").err
     github = diff(repo, "--output", "github").out
     assert "::warning file=" in github and "clusters/c1.yaml,line=" in github
     assert "budget namespace 'research'%3A gpu.nvidia.com devices 8 -> 10 of 8 (over by 2)" in github or \
@@ -456,14 +468,45 @@ def test_a_change_that_fits_is_a_note_in_annotations(repo):
     edit(repo, "workloads/train.yaml", _trainer(1))
     result = diff(repo, "--output", "github")
     assert result.code == 0
-    assert "::notice file=" in result.out and "cluster c1 fits; pool h100: GPUs 2 -> 10 (+8)" in result.out, result.out
+    assert "::notice file=" in result.out and "cluster c1: fits; pool h100: GPUs 2 -> 10 (+8)" in result.out, result.out
+
+
+def test_one_verdict_per_cluster_counts_the_budgets(repo):
+    """Issue 46: not "fits: yes" beside "output refused", but one verdict that says a change fits and stays within budgets."""
+    budget = {"namespace": "research", "devices": {"gpu.nvidia.com": 12}}
+    edit(repo, "clusters/c1.yaml", [cluster_doc("c1", pools=[H100, A100_MIG], budgets=[budget])])
+    edit(repo, "workloads/train.yaml", _trainer(1))
+    git(repo, "add", "-A")
+    rebase(repo, "a budget and one trainer")
+    edit(repo, "workloads/train.yaml", [*_trainer(1), workload_doc("extra", "research", clusters=["c1"], gpu={"count": 2})])
+    result = diff(repo)
+    assert "- **c1**: fits and within budgets\n  - budget namespace `research`: gpu.nvidia.com devices 8 -> 10 of 12 (2 left)\n" in result.out
+    assert "| fits -> fits and within budgets |" in result.out
+    assert diff(repo, "--fail-on", "budget,infeasible").code == 0
+
+
+def test_sarif_gives_each_kind_of_finding_its_own_rule(tmp_path, monkeypatch):
+    """Code scanning groups and dismisses findings by rule: a schema error, a budget over its limit, a pod that cannot be
+    placed and an acknowledgeable warning are four rules, each described."""
+    budgets = [{"namespace": "team", "devices": {"gpu.nvidia.com": 1}}, {"namespace": "teem", "claims": 1}]
+    root = write_fleet(tmp_path / "fleet", [cluster_doc(budgets=budgets)], {
+        "a.yaml": [workload_doc("bad", "other", gpu={"count": 1, "sharng": "MPS"})],
+        "b.yaml": [workload_doc("big", "team", replicas=3, gpu={"count": 8})]})
+    monkeypatch.chdir(root)
+    report = json.loads(gpuc("validate", ".", "--output", "sarif").out)["runs"][0]
+    by_rule = {r["ruleId"]: r["message"]["text"].split(":")[0] for r in report["results"]}
+    assert by_rule == {"gpuc/schema": "spec.gpu.sharng", "gpuc/output/budgets": "spec.budgets[0].devices.gpu.nvidia.com",
+                       "gpuc/placement": "spec.gpu", "unused-budget": "spec.budgets[1].namespace"}, by_rule
+    described = {r["id"]: r["shortDescription"]["text"] for r in report["tool"]["driver"]["rules"]}
+    assert described["gpuc/placement"] == "pods that cannot be placed on the cluster's devices"
+    assert described["gpuc/output/budgets"] == "output check: budgets" and len(set(described.values())) == 4
 
 
 @pytest.mark.parametrize(("output", "expected"), [
-    ("markdown", "| c1 | a100 | 1 | 1 -> 2 (+1) MIG slices | 7 | yes |"),
+    ("markdown", "| c1 | a100 | 1 | 1 -> 2 (+1) MIG slices | 7 |"),
     ("github", "::notice file="),
-    ("github", "cluster c1 fits; pool a100: GPUs 1, MIG slices 1 -> 2 (+1), 7 GPUs free after"),
-    ("sarif", '"text": "metadata.name: cluster c1 fits; pool a100: GPUs 1, MIG slices 1 -> 2 (+1), 7 GPUs free after"'),
+    ("github", "cluster c1: fits; pool a100: GPUs 1, MIG slices 1 -> 2 (+1), 7 GPUs free after"),
+    ("sarif", '"text": "metadata.name: cluster c1: fits; pool a100: GPUs 1, MIG slices 1 -> 2 (+1), 7 GPUs free after"'),
 ])
 def test_a_change_of_mig_slices_alone_has_a_cost(repo, output, expected):
     """A second 1g.10gb slice lands on the GPU the first one is on (all-balanced has two): no more GPUs are taken, but

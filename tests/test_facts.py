@@ -8,8 +8,9 @@ import pytest
 import yaml
 
 from compiler.facts import catalog
-from compiler.facts.driver import builtin_device_classes, chart_keys, driver_lines, parse_driver_version
+from compiler.facts.driver import builtin_device_classes, chart_keys, driver_lines, dynamic_mig, mps_control_daemon, parse_driver_version
 from compiler.facts.mig import fit_mix, fit_on_model
+from compiler.facts.platform import gpu_operator
 
 from conftest import REFERENCE
 
@@ -124,7 +125,83 @@ def test_driver_versions_parse_to_lines():
     assert parse_driver_version("25.12.0").id == "25.12"
     assert parse_driver_version("v25.3.2").id == "25.3"
     assert parse_driver_version("0.5.0-dev").id == "0.5"
-    with pytest.raises(ValueError, match="supported"):
+    with pytest.raises(ValueError, match="gpuc supports the lines 25.3.x, 25.8.x, 25.12.x, 0.4.x, 0.5.x"):
         parse_driver_version("26.1.0")
-    with pytest.raises(ValueError, match="not a driver version"):
+    with pytest.raises(ValueError, match="not a DRA driver version"):
         parse_driver_version("latest")
+
+
+# -- facts read from the DRA driver's sources (../shared/upstream/src at v25.12.0 and main 9593204, the 0.5 line) ----
+
+SOURCES = REFERENCE.parent / "upstream" / "src"
+V2512, MAIN = SOURCES / "dra-driver-nvidia-gpu-v25.12.0", SOURCES / "dra-driver-nvidia-gpu-main-9593204"
+
+
+def _source(root, path: str) -> str:
+    assert root.is_dir(), f"the driver's sources are not at {root}: these facts are checked against them"
+    return (root / path).read_text()
+
+
+def test_the_mps_daemon_chroots_into_the_driver_root_up_to_25_12():
+    """The 25.x daemon needs `sh` in the driver root; main (and 0.4.0, PR #889) runs without one."""
+    facts = mps_control_daemon()
+    template = "templates/mps-control-daemon.tmpl.yaml"
+    assert "command: [chroot, /driver-root, sh, -c]" in _source(V2512, template)
+    fixed = _source(MAIN, template)
+    assert "command: [sh, -c]" in fixed and "if [ -x /driver-root/bin/sh ] || [ -x /driver-root/usr/bin/sh ]; then" in fixed
+    assert facts.chroot_shell_until == "25.12" and not driver_lines()["0.4"].at_most(facts.chroot_shell_until)
+    assert "/home/kubernetes/bin/nvidia" in facts.shellless and "/home/kubernetes/bin/nvidia" not in facts.shell_roots
+
+
+def test_the_dcgm_operands_select_the_deploy_labels_gpuc_turns_off_on_passthrough_nodes():
+    """GPU Operator v26.7.0: each DCGM DaemonSet selects its label "true", and the labelling pass keeps a value a node
+    already has (addGPUStateLabels, updateGPUClusterStateLabels): "false" keeps the operand off."""
+    operator = SOURCES / "gpu-operator-v26.7.0"
+    off = gpu_operator()["passthroughOperandsOff"]
+    selectors = {"assets/state-dcgm-exporter/0800_daemonset.yaml": off["clusterPolicy"][0],
+                 "assets/state-dcgm/0400_dcgm.yml": off["clusterPolicy"][1],
+                 "manifests/state-dcgm-exporter/0700_daemonset.yaml": off["gpuCluster"][0],
+                 "manifests/state-dcgm/0500_daemonset.yaml": off["gpuCluster"][1]}
+    for path, label in selectors.items():
+        assert re.search(rf"nodeSelector:\n\s+{re.escape(label)}: \"true\"", _source(operator, path)), path
+    assert "if v, ok := labels[key]; !ok || v == \"\" {" in _source(operator, "controllers/state_manager.go")
+    assert "if v, ok := labels[key]; !ok || v == \"\" {" in _source(operator, "controllers/nodelabeling_controller.go")
+
+
+def test_driver_install_dir_is_a_value_of_every_gpu_operator_chart_from_its_first_release():
+    """facts operators.yaml driverInstallDir: the chart value, and the ClusterPolicy field it fills, from v24.6.0 on."""
+    fact = gpu_operator()["driverInstallDir"]
+    charts = sorted((c for c in (REFERENCE.parent / "upstream" / "charts").glob("gpu-operator-v*")),
+                    key=lambda c: tuple(int(x) for x in c.name.removeprefix("gpu-operator-v").split(".")))
+    assert charts, "no GPU Operator charts under ../shared/upstream/charts"
+    for chart in charts:
+        version = chart.name.removeprefix("gpu-operator-")
+        values = yaml.safe_load((chart / "values.yaml").read_text())
+        has = "driverInstallDir" in (values.get("hostPaths") or {})
+        template = (chart / "templates" / "clusterpolicy.yaml").read_text()
+        assert has == (tuple(map(int, version[1:].split("."))) >= tuple(map(int, fact["since"][1:].split(".")))), version
+        assert has == (".Values.hostPaths.driverInstallDir" in template), version
+    validator = _source(SOURCES / "gpu-operator-v26.7.0", "cmd/nvidia-validator/main.go")
+    assert "return getDriverInfo(false, hostRootFlag, driverInstallDirFlag, driverInstallDirCtrPathFlag), nil" in validator
+
+
+def test_which_gpus_the_dynamic_mig_gate_partitions_is_the_driver_s_own_rule():
+    """The mock NVML of issue 45 supports no MIG, so only the sources can show this: 25.12 partitions every GPU;
+    main (and 0.4.1) partitions MIG-capable GPUs, Hopper and newer whatever their MIG mode, older ones only in MIG
+    mode and then without the full GPU; and the plugin turns MIG mode off on Hopper+ GPUs without MIG devices."""
+    facts = dynamic_mig()
+    old = _source(V2512, "cmd/gpu-kubelet-plugin/nvlib.go")
+    assert "isDynamicMIGCapable" not in old and "// Announce the full physical GPU." in old
+    new = _source(MAIN, "cmd/gpu-kubelet-plugin/nvlib.go")
+    assert "return arch >= nvml.DEVICE_ARCH_HOPPER" in new
+    assert "if !gpuInfo.migEnabled || supportsMIGModeToggle(d) {\n\t\t\t\t\tthisGPUAllocatable[gpuInfo.CanonicalName()] = parentdev" in new
+    assert "if !supportsMIGModeToggle(nvmldev) {" in new and "nvmldev.SetMigMode(nvml.DEVICE_MIG_DISABLE)" in new
+    known = set(catalog.architectures())
+    assert facts.mig_mode_toggle == {"Hopper", "Blackwell"} and facts.mig_mode_toggle <= known
+    assert {m.architecture for m in catalog.gpu_models().values() if m.mig} - facts.mig_mode_toggle == {"Ampere"}
+    line = driver_lines()
+    assert facts.partitions(line["25.12"], "Ampere", mig_mode_on=False) == (True, True)
+    assert facts.partitions(line["0.4"], "Hopper", mig_mode_on=False) == (True, True)
+    assert facts.partitions(line["0.5"], "Ampere", mig_mode_on=True) == (True, False)
+    assert facts.partitions(line["0.5"], "Ampere", mig_mode_on=False) == (False, True)
+

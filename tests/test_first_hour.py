@@ -29,9 +29,17 @@ def test_the_readmes_first_command_prints_no_warning(tmp_path):
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 
 
-def _yaml_snippets(page: Path) -> list[tuple[int, str]]:
-    text = page.read_text()
-    return [(text[:m.start()].count("\n") + 1, m.group(1)) for m in re.finditer(r"```yaml\n(.*?)```", text, re.S)]
+def _yaml_snippets(page: Path) -> list[tuple[int, str, str]]:
+    """The intents a page shows: its yaml blocks, but those a reader appends to a file (a fragment of it) and those that
+    are a file other than an intent (a Pulumi project's), which tests/test_doc_commands.py uses."""
+    text = re.sub(r"````.*?````", lambda m: "\n" * m.group(0).count("\n"), page.read_text(), flags=re.S)  # a command's output
+    out = []
+    for m in re.finditer(r"(?:<!-- (file|append): (.+?) -->\n)?```yaml\n(.*?)```", text, re.S):
+        marker, target = m.group(1), m.group(2) or ""
+        if marker == "append" or (marker == "file" and not target.startswith(("clusters/", "workloads/"))):
+            continue
+        out.append((text[:m.start(3)].count("\n") + 1, m.group(3), target if marker == "file" else ""))
+    return out
 
 
 SNIPPET_CLUSTER = cluster_doc("snippets", kubernetes="1.36", driver="0.5.1", pools=[
@@ -54,15 +62,18 @@ def test_every_yaml_snippet_of_a_page_validates(page, tmp_path):
     of its own page. The fleet must validate with no error."""
     name = page.relative_to(REPO).as_posix()
     clusters, workloads = [SNIPPET_CLUSTER], {}
-    for line, text in _yaml_snippets(page):
+    for line, text, target in _yaml_snippets(page):  # a file a page writes again replaces its earlier version
         docs = [d for d in yaml.safe_load_all(text) if d is not None]
+        if target.startswith("workloads/"):
+            workloads.pop(target.removeprefix("workloads/"), None)
         assert docs, f"{name}:{line}: an empty yaml snippet"
         for doc in docs:
             if doc.get("apiVersion") == "gpuc.dev/v1alpha1":
                 if doc["kind"] == "Cluster":
                     clusters.append(doc)
                 else:
-                    workloads.setdefault(f"snippet-{line}.yaml", []).append(doc)
+                    file = target.removeprefix("workloads/") if target else f"snippet-{line}.yaml"
+                    workloads.setdefault(file, []).append(doc)
             elif set(doc) == {"spec"}:  # a fragment of a Cluster's spec: a cluster of its own with it
                 clusters.append(deep_update(copy.deepcopy(SNIPPET_CLUSTER), {"metadata": {"name": f"snippets-{line}"}, **doc}))
             else:
@@ -131,6 +142,12 @@ def test_paths_are_relative_to_the_working_directory(tmp_path, monkeypatch):
     assert gpuc("validate", "..").err.startswith("w.yaml:8: error: spec.gpu.sharng")
     data = json.loads(gpuc("validate", "..", "--output", "json").out)
     assert data["diagnostics"][0]["file"] == "w.yaml"
+    # one level up reads fine relative; two or more levels up, the absolute path reads better
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "a")
+    assert gpuc("validate", root).err.startswith("../fleet/workloads/w.yaml:8: error: spec.gpu.sharng")
+    monkeypatch.chdir(tmp_path / "a" / "b")
+    assert gpuc("validate", "../../fleet").err.startswith(f"{root}/workloads/w.yaml:8: error: spec.gpu.sharng")
 
 
 def test_diff_at_the_root_of_its_repository(tmp_path):
@@ -172,7 +189,7 @@ def test_ci_formats_put_findings_on_their_lines(tmp_path, monkeypatch):
     report = json.loads(gpuc("validate", "fleet", "--output", "sarif").out)
     assert report["version"] == "2.1.0"
     (result,) = report["runs"][0]["results"]
-    assert result["level"] == "error" and result["ruleId"] == "gpuc"
+    assert result["level"] == "error" and result["ruleId"] == "gpuc/schema"
     assert result["locations"][0]["physicalLocation"] == {"artifactLocation": {"uri": "fleet/workloads/w.yaml"}, "region": {"startLine": 8}}
     doc = cluster_doc(driver="25.8.1", kubernetes="1.33", draDriver={"fabric": "topologyConfig"})
     write_fleet(tmp_path / "fork", [doc], {})
@@ -253,7 +270,9 @@ def test_init_scaffolds_a_fleet_that_validates_quietly(tmp_path):
     again = gpuc("init", tmp_path / "fleet")
     assert again.code == 2 and "exists and is not empty" in again.err
     assert gpuc("init", tmp_path / "other", "--cluster", "Prod_East").code == 2 and not (tmp_path / "other").exists()
-    assert (tmp_path / "fleet" / ".gitignore").read_text() == "rendered/\n"  # gpuc writes nothing else into the fleet
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path / "fleet", check=True)
+    ignored = subprocess.run(["git", "check-ignore", "-q", "rendered/prod-east/kustomization.yaml"], cwd=tmp_path / "fleet", check=False)
+    assert ignored.returncode == 1, "rendered/ is committed: Argo CD syncs it from the fleet's repository"
 
 
 def test_the_tutorial_shows_what_init_writes(tmp_path, monkeypatch):

@@ -8,6 +8,7 @@ import kubernetes_validate
 import pytest
 
 from compiler.facts import load_table
+from compiler.facts.catalog import gpu_models
 from compiler.facts.driver import builtin_classes, driver_lines
 from compiler.place import synthesize_for
 from compiler.place.inventory.codec import inventory_list
@@ -136,6 +137,55 @@ def test_dynamic_mig_attributes_follow_the_line(fleet, driver, gpu_lacks, placem
 
 def dynamic_pool(nodes=1, count=8):
     return {"name": "dyn", "nodes": nodes, "gpu": {"model": "H100-80GB", "count": count}, "mig": {"layout": "dynamic"}}
+
+
+def _published(inv, node: str) -> tuple[int, int]:
+    """(full GPUs, MIG placements) the GPU plugin publishes on `node`."""
+    devices = [d for s in inv.slices if s.driver == GPU and s.node_name == node for d in s.devices]
+    return (sum(d.attributes[GPU]["type"] == "gpu" for d in devices), sum(d.attributes[GPU]["type"] == "mig" for d in devices))
+
+
+def placements(model: str) -> int:
+    """Every placement of every MIG profile of one GPU of `model` (the catalog's geometry)."""
+    mig = gpu_models()[model].mig
+    assert mig is not None
+    return sum(len(p.placements) for p in mig.profiles.values())
+
+
+H100_PLACEMENTS = placements("H100-80GB")
+
+
+@pytest.mark.parametrize(("driver", "model", "declared", "published"), [
+    # held-out review (issue 45): the gate is the driver's, so a whole-GPU Hopper pool beside a dynamic one is
+    # partitioned too (nvlib.go isDynamicMIGCapable: Hopper+ whatever its MIG mode, full GPU beside its placements)
+    ("0.5.1", "H200-141GB", False, (2, 2 * placements("H200-141GB"))),
+    ("0.4.1", "B200-180GB", False, (2, 2 * placements("B200-180GB"))),
+    ("25.12.0", "H200-141GB", False, (2, 2 * placements("H200-141GB"))),
+    # Ampere toggles MIG mode only with a reset: from 0.4, partitions only with MIG mode on at start-up (the pool that
+    # asks for dynamic MIG), and then no full GPU; a whole-GPU Ampere pool (MIG mode off) stays whole
+    ("0.5.1", "A100-80GB", False, (2, 0)),
+    ("0.5.1", "A100-80GB", True, (0, 2 * placements("A100-80GB"))),
+    # 25.12: every GPU, the full GPU and every placement (nvlib.go@v25.12.0:237-263)
+    ("25.12.0", "A100-80GB", False, (2, 2 * placements("A100-80GB"))),
+    ("25.12.0", "A100-80GB", True, (2, 2 * placements("A100-80GB"))),
+])
+def test_the_dynamic_mig_gate_partitions_every_gpu_the_driver_partitions(fleet, driver, model, declared, published):
+    other = {"name": "other", "nodes": 1, "gpu": {"model": model, "count": 2}}
+    if declared:
+        other["mig"] = {"layout": "dynamic"}
+    pools = [dynamic_pool(count=1), other]  # the H100 pool asks for dynamic MIG: the gate is on for the cluster
+    kubernetes = "1.36" if driver.startswith("0.") else "1.34"
+    inv = inventory(fleet, driver=driver, kubernetes=kubernetes, pools=pools)
+    assert _published(inv, "dyn-0") == (1, H100_PLACEMENTS)
+    assert _published(inv, "other-0") == published
+    if not declared:  # without the gate (no pool asks for it) the same pool is whole GPUs
+        assert _published(inventory(fleet, driver=driver, kubernetes=kubernetes, pools=[other]), "other-0") == (2, 0)
+
+
+def test_the_gate_set_in_the_values_partitions_the_hopper_pools_too(fleet):
+    values = {"featureGates": {"DynamicMIG": True}}
+    inv = inventory(fleet, driver="0.5.1", kubernetes="1.36", pools=[h100_pool()], draDriver={"version": "0.5.1", "values": values})
+    assert _published(inv, "h100-0") == (8, 8 * H100_PLACEMENTS)
 
 
 @pytest.mark.parametrize("kubernetes", ["1.34", "1.35"])

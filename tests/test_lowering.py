@@ -157,6 +157,42 @@ def test_host_installed_driver_turns_the_operator_driver_off(fleet):
     assert release(compile_single(fleet(clusters=[cluster])), "gpu-operator").values["driver"] == {"enabled": False}
 
 
+
+GKE_ROOT = "/home/kubernetes/bin/nvidia"
+
+
+@pytest.mark.parametrize(("mode", "version", "root", "install_dir"), [
+    ("helm", "v25.10.1", GKE_ROOT, GKE_ROOT),         # held-out review (issue 45): the validator never found it
+    ("helm", "v24.6.0", "/opt/nvidia", "/opt/nvidia"),  # the first chart with the value
+    ("patch", "v26.7.0", GKE_ROOT, GKE_ROOT),         # the same field in the partial ClusterPolicy
+    ("helm", "v25.10.1", "/", None),                  # the host's standard paths: the validator's first try
+    ("helm", "v25.10.1", "/run/nvidia/driver", None),  # the operator's own root, its default
+    ("gpuCluster", "v26.7.0", GKE_ROOT, GKE_ROOT),    # as before: the GPUCluster carries it always
+])
+def test_a_host_driver_outside_the_standard_roots_gets_driver_install_dir(fleet, mode, version, root, install_dir):
+    """facts operators.yaml driverInstallDir: the operator's driver validation finds a host driver under another root
+    only through hostPaths.driverInstallDir (cmd/nvidia-validator/main.go, object_controls.go)."""
+    driver = "0.5.1" if mode == "gpuCluster" else "25.12.0"
+    cluster = cluster_doc(driver=driver, draDriver={"version": driver, "nvidiaDriverRoot": root},
+                          gpuOperator={"mode": mode, "version": version},
+                          acknowledge=[{"warning": "driver-upgrade", "reason": "drained"}])
+    compiled = compile_single(fleet(clusters=[cluster]))
+    if mode == "patch":
+        spec = one([o for o in compiled.objects if o.kind == "ClusterPolicy"]).manifest["spec"]
+    else:
+        spec = release(compiled, "gpu-operator").values
+    assert (spec.get("hostPaths") or {}).get("driverInstallDir") == install_dir
+
+
+def test_an_operator_without_driver_install_dir_is_refused_for_a_host_driver_outside_the_standard_roots(fleet):
+    cluster = cluster_doc(draDriver={"nvidiaDriverRoot": GKE_ROOT}, gpuOperator={"mode": "helm", "version": "v24.3.0"})
+    result = gpuc("validate", fleet(clusters=[cluster]))
+    assert result.code == 2 and ("spec.gpuOperator.version: GPU Operator v24.3.0 has no hostPaths.driverInstallDir: its driver "
+                                 f"validation looks for the GPU driver on the host's standard paths and under /run/nvidia/driver "
+                                 f"only, never under {GKE_ROOT}") in result.err, result.err
+    assert "upgrade gpuOperator.version to v24.6.0 or newer" in result.err
+
+
 # -------------------------------------------------------------------------------- 4.3 DeviceClasses
 
 def test_device_class_cel_starts_from_driver_and_type(fleet):

@@ -105,7 +105,7 @@ def test_diff_reports_output_the_head_would_have_refused(fleet, tmp_path):
     (repo / "workloads" / "w.yaml").write_text((broken / "workloads" / "w.yaml").read_text())
     result = gpuc("diff", repo, "--base", "HEAD")
     assert result.code == 0
-    assert "fits -> **output refused**" in result.out and "noSuchAttribute" in result.out
+    assert "fits -> **does not fit**; **output refused**: 1 finding(s)" in result.out and "noSuchAttribute" in result.out
     gated = gpuc("diff", repo, "--base", "HEAD", "--fail-on", "infeasible", "--output", "json")
     assert gated.code == 1 and json.loads(gated.out)["gated"] == ["infeasible"]
 

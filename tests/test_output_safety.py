@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import yaml
+
 from conftest import REPO, cluster_doc, gpuc, workload_doc
 
 
@@ -70,6 +72,35 @@ def test_a_file_added_to_a_cluster_directory_stops_the_render(fleet, tmp_path):
     edited = next((out / "c1").glob("*resourceclaimtemplate*"))
     edited.write_text("edited by hand\n")  # a file gpuc wrote, edited: it is gpuc's to write again
     assert gpuc("render", path, "-o", out).code == 0 and edited.read_text() != "edited by hand\n"
+
+
+def test_a_changed_gke_fleet_renders_over_its_tree_and_files_added_to_a_release_folder_still_stop_it(fleet, tmp_path):
+    """A provider: gke cluster's critical-pods quotas sit in releases/<release>/, listed only by that folder's
+    kustomization.yaml: they are gpuc's to replace, a file added beside them is not."""
+    pools = [{"name": "h100", "nodes": 2, "gpu": {"model": "H100-80GB", "count": 8},
+              "labels": {"gke-no-default-nvidia-gpu-device-plugin": "true"}}]
+    path, out = fleet(clusters=[cluster_doc(provider="gke", pools=pools)], workloads={"w.yaml": [workload_doc(gpu={"count": 1})]}), tmp_path / "out"
+    assert gpuc("render", path, "-o", out).code == 0
+    quota = out / "c1" / "releases" / "nvidia-dra-driver-gpu" / "0-resourcequota-nvidia-dra-driver-gpu-gpuc-critical-pods.yaml"
+    assert quota.is_file()
+    (path / "workloads" / "w.yaml").write_text(yaml.safe_dump(workload_doc(gpu={"count": 2})))
+    for extra in ((), ("--no-cache",)):
+        result = gpuc("render", path, "-o", out, *extra)
+        assert result.code == 0 and result.err == "", result.err
+        assert gpuc("render", path, "-o", tmp_path / f"fresh{len(extra)}", "--no-cache").code == 0
+        assert tree(out) == tree(tmp_path / f"fresh{len(extra)}")
+    (quota.parent / "NOTES.md").write_text("# mine\n")
+    before = tree(out)
+    result = gpuc("render", path, "-o", out, "--no-cache")
+    assert result.code == 2 and f"{quota.parent / 'NOTES.md'}: error: -o: gpuc did not write this file" in result.err
+    assert str(quota) not in result.err and tree(out) == before
+    (quota.parent / "NOTES.md").unlink()
+    mine = out / "c1" / "releases" / "mine"  # a kustomization gpuc did not write vouches for nothing, not even itself
+    mine.mkdir()
+    (mine / "kustomization.yaml").write_text("resources:\n- app.yaml\n")
+    (mine / "app.yaml").write_text("kind: ConfigMap\n")
+    result = gpuc("render", path, "-o", out, "--no-cache")
+    assert result.code == 2 and all(f"{mine / name}: error: -o: gpuc did not write this file" in result.err for name in ("app.yaml", "kustomization.yaml"))
 
 
 def test_a_cluster_leaving_the_fleet_keeps_a_directory_holding_files_gpuc_did_not_write(fleet, tmp_path):

@@ -7,7 +7,7 @@ import json
 import kubernetes_validate
 import yaml
 
-from conftest import EXAMPLES, SLICES_FIXTURE_POOLS, cluster_doc, gpuc, workload_doc
+from conftest import EXAMPLES, NIM_SECRETS, SLICES_FIXTURE_POOLS, cluster_doc, compile_single, gpuc, nim_model, workload_doc
 from conftest import SLICES_FIXTURE as FIXTURE
 
 
@@ -100,6 +100,57 @@ def test_plan_exits_1_and_says_why(fleet):
             "at most 0 free on one node") in result.out
     report = json.loads(gpuc("plan", _crowded(fleet), "--output", "json").out)
     assert report["ok"] is False and report["clusters"][0]["feasible"] is False
+
+
+def _gated(fleet, h200_nodes: int, workloads: list):
+    """driver 0.5.1 with one dynamic-MIG H100 pool (the DynamicMIG gate on) and a whole-GPU H200 pool beside it."""
+    pools = [{"name": "dyn", "nodes": 1, "gpu": {"model": "H100-80GB", "count": 1}, "mig": {"layout": "dynamic"}},
+             {"name": "h200", "nodes": h200_nodes, "gpu": {"model": "H200-141GB", "count": 8}}]
+    return fleet(clusters=[cluster_doc(kubernetes="1.36", driver="0.5.1", pools=pools)], workloads={"w.yaml": workloads})
+
+
+H200_SLICES = workload_doc("slices", gpu={"mig": {"slices": [{"profile": "3g.71gb", "count": 2}], "sameGpu": True}})
+H200_WHOLE = workload_doc("whole", gpu={"count": 8, "require": {"productName": "NVIDIA H200"}})
+
+
+def test_the_plan_places_mig_slices_on_the_hopper_gpus_the_gate_partitions(fleet):
+    """Held-out review (issue 45): with the gate on for one pool the plugin publishes MIG partitions on every Hopper
+    GPU of the cluster (facts dynamicMig); gpuc refused an H200 slice the real cluster would place."""
+    result = gpuc("plan", _gated(fleet, 1, [H200_SLICES]), "--output", "json")
+    assert result.code == 0, result.err + result.out
+    (pod,) = json.loads(result.out)["clusters"][0]["pods"]
+    assert pod["node"] == "h200-0"
+    assert sorted(d["device"] for d in pod["claims"][0]["devices"]) == ["gpu-0-mig-3g71gb-9-0", "gpu-0-mig-3g71gb-9-4"]
+    # the full GPU and its partitions share one counter set: on one node, the slices leave 7 of 8 whole H200s
+    crowded = gpuc("plan", _gated(fleet, 1, [H200_SLICES, H200_WHOLE]))
+    assert crowded.code == 1 and "1 cannot be placed" in crowded.out, crowded.out
+    assert gpuc("plan", _gated(fleet, 2, [H200_SLICES, H200_WHOLE])).code == 0
+
+
+def test_a_whole_gpu_claim_is_not_planned_on_an_ampere_pool_in_mig_mode(fleet):
+    """From 0.4 an Ampere GPU the gate partitions (in MIG mode: the pool asks for dynamic MIG) has no full-GPU device
+    (nvlib.go: `if !gpuInfo.migEnabled || supportsMIGModeToggle(d)`); 25.12 publishes it."""
+    pools = [{"name": "a100", "nodes": 1, "gpu": {"model": "A100-80GB", "count": 8}, "mig": {"layout": "dynamic"}}]
+    whole = {"w.yaml": [workload_doc("whole", gpu={"count": 1})]}
+    ack = [{"warning": "mig-mode", "reason": "the node image enables MIG mode"}, {"warning": "driver-upgrade", "reason": "drained"}]
+    result = gpuc("plan", fleet(clusters=[cluster_doc(kubernetes="1.36", driver="0.5.1", pools=pools, acknowledge=ack)], workloads=whole))
+    assert result.code == 1 and "its Ampere GPUs are in MIG mode for dynamic MIG, and driver 0.5.1 publishes no full GPU" in result.err, result.err
+    assert gpuc("plan", fleet(clusters=[cluster_doc(kubernetes="1.36", driver="25.12.0", pools=pools, acknowledge=ack)], workloads=whole)).code == 0
+
+
+def test_selectors_and_sizing_read_the_memory_a_partitioned_gpu_publishes(fleet):
+    """With DynamicMIG the full GPU publishes its largest profile's memory (H100: 81152Mi of 81559Mi;
+    ../shared/reference/hardware/h100-80gb-hbm3): a floor between the two matched an ungated H100 and none gated."""
+    floor = workload_doc("floor", gpu={"count": 1, "require": {"minMemory": "81200Mi"}})
+    pools = [{"name": "h100", "nodes": 1, "gpu": {"model": "H100-80GB", "count": 8}}]
+    assert gpuc("plan", fleet(clusters=[cluster_doc(kubernetes="1.36", driver="0.5.1", pools=pools)],
+                              workloads={"w.yaml": [floor]})).code == 0
+    gated = cluster_doc(kubernetes="1.36", driver="0.5.1", pools=pools, draDriver={"version": "0.5.1", "values": {"featureGates": {"DynamicMIG": True}}})
+    result = gpuc("plan", fleet(clusters=[gated], workloads={"w.yaml": [floor]}))
+    assert result.code == 1 and "(h100: memory is 79.2Gi < 81200Mi)" in result.err, result.err
+    compiled = compile_single(fleet(clusters=[gated], workloads={"w.yaml": [workload_doc("nim", model=nim_model(), secrets=NIM_SECRETS)]}))
+    (plan,) = compiled.plan.workloads
+    assert [c[1] for c in plan.sizing.candidates] == [81152 * 2**20]  # what sizing divides the model by
 
 
 def test_plan_reports_say_what_a_fit_promises(fleet):

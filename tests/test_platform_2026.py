@@ -47,10 +47,16 @@ def test_kubernetes_136_and_137_are_supported_with_resource_v1(version):
     assert parse_kubernetes_version(version).api_version == "resource.k8s.io/v1"
 
 
-@pytest.mark.parametrize("version", ["1.31", "1.38"])
-def test_versions_outside_the_known_range_name_the_supported_ones(version, fleet):
+@pytest.mark.parametrize(("version", "says", "fix"), [
+    ("1.31", "Kubernetes 1.31 is older than DRA with structured parameters: gpuc supports Kubernetes 1.32 to 1.37",
+     "upgrade the cluster to Kubernetes 1.32 or newer"),
+    ("1.38", "Kubernetes 1.38 is newer than this gpuc knows: gpuc supports Kubernetes 1.32 to 1.37",
+     'upgrade gpuc to a release that knows 1.38 (`gpuc catalog` lists what this one knows); until then, kubernetesVersion: "1.37"'),
+])
+def test_versions_outside_the_known_range_say_the_range_and_what_to_do(version, says, fix, fleet):
+    """Issue 46: 1.38 was refused with "needs 1.32 or newer"; the error says the supported range, and the hint what to do."""
     err = render_rejected(fleet(clusters=[cluster_doc(kubernetes=version)]), "spec.kubernetesVersion")
-    assert "1.32, 1.33, 1.34, 1.35, 1.36, 1.37" in err
+    assert says in err and f"hint: {fix}" in err, err
 
 
 def test_dra_gate_table_follows_the_release_notes():
@@ -182,6 +188,7 @@ def test_gpu_cluster_values_follow_the_derived_gates():
     class _Cluster:
         spec = _Spec
         pools = ()  # no taints: no operand tolerations
+        operator_resource = True  # no staged change holds the GPUCluster back
 
     out = gpu_cluster_values(_Cluster, values)  # type: ignore[arg-type]
     assert out["draDriver"] == {"version": "v0.5.1", "featureGates": {"DynamicMIG": True}, "computeDomains": {"enabled": False}}

@@ -22,7 +22,7 @@ from compiler.emit.tree import cluster_files
 from compiler.facts.catalog import gpu_models
 from compiler.pipeline import compile_fleet
 
-from conftest import EXAMPLES, REPO, write_fleet
+from conftest import EXAMPLES, REPO, gpuc, write_fleet
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
@@ -157,10 +157,11 @@ def test_mutated_intents_never_crash(rel, doc_index, ops):
 
 @pytest.fixture(scope="module")
 def reference_render(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The example fleet rendered once under the default hash seed: what every permuted render must equal."""
+    """The example fleet rendered once, in this process under its own hash seed: what every permuted render (each
+    in a process of its own, under another seed) must equal."""
     reference = tmp_path_factory.mktemp("reference") / "ref"
-    subprocess.run([sys.executable, "-m", "compiler", "render", str(EXAMPLES), "-o", str(reference)], check=True,
-                   env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True)
+    result = gpuc("render", EXAMPLES, "-o", reference)
+    assert result.code == 0, result.err
     return reference
 
 

@@ -277,10 +277,33 @@ def test_dynamic_mig_pools_keep_the_mig_manager_off_and_say_what_enables_mig_mod
     assert compiled.node_labels["static"][facts["migConfigLabel"]] == "all-balanced"  # the MIG Manager partitions it
     config = yaml.safe_load(next(o for o in compiled.objects if o.kind == "ConfigMap").manifest["data"]["config.yaml"])
     assert "all-enabled" not in config["mig-configs"]
-    result = gpuc("validate", fleet(clusters=[doc]))
-    assert "spec.nodePools[0].mig.layout: nothing gpuc writes enables MIG mode" in result.err and "[mig-mode]" in result.err
-    doc["spec"]["acknowledge"] = [{"warning": "mig-mode", "reason": "the node image runs nvidia-smi -mig 1"}]
+    # Hopper: the kubelet plugin turns MIG mode on itself, so nothing warns (test_the_mig_mode_warning_follows_the_architecture)
     assert "mig-mode" not in gpuc("validate", fleet(clusters=[doc])).err
+
+
+@pytest.mark.parametrize(("model", "driver", "warns"), [
+    ("H100-80GB", "0.5.1", False),    # held-out review (issue 45): Hopper toggles MIG mode without a reset, and the
+    ("H100-80GB", "25.12.0", False),  # plugin turns it on at the first MIG device (and off again at start-up)
+    ("B200-180GB", "0.5.1", False),
+    ("A100-80GB", "0.5.1", True),     # Ampere: enabling takes a GPU reset, so it must be on before the plugin starts
+    ("A30-24GB", "25.12.0", True),
+])
+def test_the_mig_mode_warning_follows_the_architecture(fleet, model, driver, warns):
+    """facts dynamicMig migModeToggle and the MIG-mode paragraph: nvlib.go supportsMIGModeToggle, maybeDisableMigMode."""
+    kubernetes = "1.36" if driver.startswith("0.") else "1.34"
+    doc = cluster_doc(kubernetes=kubernetes, driver=driver,
+                      pools=[{"name": "dyn", "nodes": 1, "gpu": {"model": model, "count": 8}, "mig": {"layout": "dynamic"}}])
+    result = gpuc("validate", fleet(clusters=[doc]))
+    said = [line for line in result.err.splitlines() if "[mig-mode]" in line]
+    assert bool(said) == warns, result.err
+    if warns:
+        (line,) = said
+        arch = gpu_models()[model].architecture
+        assert f"spec.nodePools[0].mig.layout: nothing gpuc writes enables MIG mode on the {arch} GPUs of dynamic-MIG pool(s) dyn" in line
+        assert f"the kubelet plugin turns MIG mode on itself only on Blackwell and Hopper GPUs (on {arch} that takes a GPU reset)" in line
+        assert ("driver 0.4+ publishes them as whole GPUs without MIG" in line) == driver.startswith("0.")
+        doc["spec"]["acknowledge"] = [{"warning": "mig-mode", "reason": "the node image runs nvidia-smi -mig 1"}]
+        assert "mig-mode" not in gpuc("validate", fleet(clusters=[doc])).err
 
 
 # ---------------------------------------------------------------- 10. Argo CD assesses the Applications of an app-of-apps
@@ -389,3 +412,20 @@ def test_dynamic_mig_beside_a_static_mig_pool_is_refused(fleet):
     on_device_plugin = [dynamic, {**static, "allocation": "devicePlugin"}]  # the DRA plugin stays off that pool
     result = gpuc("validate", fleet(clusters=[cluster_doc(pools=on_device_plugin, acknowledge=ack)]))
     assert "DynamicMIG gate" not in result.err, result.err
+    # the gate set in the chart values, with no pool asking for dynamic MIG, does the same to the static layout
+    gated = cluster_doc(pools=[static], acknowledge=ack, draDriver={"values": {"featureGates": {"DynamicMIG": True}}})
+    result = gpuc("validate", fleet(clusters=[gated]))
+    assert result.code == 2 and ("spec.draDriver.values.featureGates.DynamicMIG: draDriver.values turn the driver's DynamicMIG "
+                                 "gate on for every node") in result.err, result.err
+
+
+def test_the_mig_manager_stays_off_every_pool_the_gate_partitions(fleet):
+    """With the gate on for one pool, a whole-GPU Hopper pool is partitioned too (facts dynamicMig): the MIG Manager
+    there would apply all-disabled and clear the MIG devices the plugin creates for running pods."""
+    pools = [{"name": "dyn", "nodes": 1, "gpu": {"model": "H100-80GB", "count": 8}, "mig": {"layout": "dynamic"}},
+             {"name": "h200", "nodes": 1, "gpu": {"model": "H200-141GB", "count": 8}},
+             {"name": "l40s", "nodes": 1, "gpu": {"model": "L40S-48GB", "count": 4}}]  # no MIG: the gate leaves it alone
+    facts = gpu_operator()
+    labels = compile_single(fleet(clusters=[cluster_doc(kubernetes="1.36", driver="0.5.1", pools=pools)])).node_labels
+    assert labels["h200"] == {facts["draNodeLabel"]: "true", facts["migManagerDeployLabel"]: "false"}
+    assert labels["l40s"] == {facts["draNodeLabel"]: "true", facts["migConfigLabel"]: "all-disabled"}

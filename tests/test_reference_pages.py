@@ -80,3 +80,51 @@ def test_the_platform_matrix_says_what_gpuc_refuses_and_why():
     assert "reads claims as resource.k8s.io/v1beta2" in verdicts[cases[4]].errors[0]
     page = _page("platform-matrix.md")
     assert "| 1.33 | **refused** (4) | **refused** (5) | warns (6) |" in page
+
+
+def test_the_new_cluster_page_is_what_gpuc_generates():
+    from compiler.emit.new_cluster import REGENERATE
+
+    generated = gpuc("catalog", "--new-cluster")
+    assert generated.code == 0, generated.err
+    page = (REPO / "docs" / "how-to" / "new-cluster.md").read_text()
+    assert page == generated.out, f"docs/how-to/new-cluster.md is stale: run `{REGENERATE}`"
+
+
+def test_init_the_new_cluster_page_and_the_readme_take_the_same_versions(tmp_path):
+    """Issue 46: README and most how-tos used 25.12.0, `gpuc init` and the tutorial 0.5.1, and no page said which a new cluster
+    takes. The choice is the newest line at its newest release (by release order, not by number), the newest GPU Operator
+    release in mode helm; `gpuc init`, the page's snippet and the README's cluster all say it."""
+    from compiler.facts.driver import driver_lines
+    from compiler.facts.new_cluster import new_cluster
+    from compiler.facts.platform import gpu_operator
+
+    choice = new_cluster()
+    newest = max(driver_lines().values(), key=lambda line: line.order)
+    assert (choice.line, choice.driver, choice.operator, choice.mode) == (newest, newest.releases[-1], gpu_operator()["releases"][-1], "helm")
+    assert choice.driver == "0.5.1", "0.5 follows 25.12 in release order"
+    assert gpuc("init", tmp_path / "fleet", "--cluster", "c1").code == 0
+    spec = yaml.safe_load((tmp_path / "fleet" / "clusters" / "c1.yaml").read_text())["spec"]
+    wanted = {"kubernetesVersion": choice.kubernetes, "draDriver": {"version": choice.driver, "nvidiaDriverRoot": choice.driver_root},
+              "gpuOperator": {"mode": choice.mode, "version": choice.operator}}
+    assert {k: spec[k] for k in wanted} == wanted
+    page = (REPO / "docs" / "how-to" / "new-cluster.md").read_text()
+    assert yaml.safe_load(page.split("```yaml\n")[1].split("```")[0])["spec"] == wanted
+    readme = (REPO / "README.md").read_text()
+    cluster = next(d for block in readme.split("```yaml\n")[1:] for d in [yaml.safe_load(block.split("```")[0])] if d.get("kind") == "Cluster")
+    assert cluster["spec"]["draDriver"]["version"] == choice.driver and cluster["spec"]["gpuOperator"]["version"] == choice.operator
+    assert "how-to/new-cluster.md" in readme
+
+
+def test_the_commands_page_is_what_the_parser_generates():
+    """docs/reference/commands.md was hand-written and missed flags (issue 46): it is now the CLI's parser, every option."""
+    from compiler.cli import build_parser
+    from compiler.emit.commands import REGENERATE, commands_page
+
+    parser = build_parser()
+    page = _page("commands.md")
+    assert page == commands_page(parser), f"docs/reference/commands.md is stale: run `{REGENERATE}`"
+    every = {o for action in parser._subparsers._group_actions for sub in action.choices.values()  # type: ignore[union-attr]
+             for a in sub._actions for o in a.option_strings if o not in ("-h", "--help")}
+    assert {"--fail-on", "--allow-infeasible", "--no-cache", "--repo-url", "--ci", "--new-cluster", "--previous"} <= every
+    assert all(f"`{option}`" in page for option in every)

@@ -239,6 +239,37 @@ def test_mps_with_active_fabric_topology(fleet):
                     "MPS cannot be combined with a fabric topology unless strategy is Disabled")
 
 
+GKE_ROOT = "/home/kubernetes/bin/nvidia"  # GKE's managed driver: the driver's files, no shell
+
+
+@pytest.mark.parametrize(("driver", "root", "verdict"), [
+    ("25.12.0", GKE_ROOT, "error"),          # held-out review (issue 45): `chroot /driver-root sh` finds no sh there
+    ("25.8.1", GKE_ROOT, "error"),           # the same template on every 25.x tag
+    ("25.12.0", "/opt/nvidia/root", "warning"),  # unknown: most such roots hold the driver's files only
+    ("25.12.0", "/", None),                  # whole root file systems hold a shell
+    ("25.12.0", "/run/nvidia/driver", None),
+    ("0.4.1", GKE_ROOT, None),               # PR #889: the daemon runs without a shell in the driver root
+    ("0.5.1", GKE_ROOT, None),
+])
+def test_mps_on_a_driver_root_without_a_shell(fleet, driver, root, verdict):
+    """facts mpsControlDaemon: templates/mps-control-daemon.tmpl.yaml runs `chroot /driver-root sh -c` up to v25.12.0."""
+    kubernetes = "1.33" if driver.startswith("25.8") else "1.34"
+    cluster = cluster_doc(driver=driver, kubernetes=kubernetes, draDriver={"version": driver, "nvidiaDriverRoot": root},
+                          gpuOperator={"mode": "helm", "version": "v25.10.1"},
+                          acknowledge=[{"warning": "driver-upgrade", "reason": "drained"}, {"warning": "dra-beta", "reason": "on"},
+                                       {"warning": "helm-capabilities", "reason": "old Helm"}])
+    workloads = {"w.yaml": [workload_doc("mps", gpu={"count": 1, "sharing": "MPS"}), workload_doc("ts", gpu={"count": 1, "sharing": "TimeSlicing"})]}
+    result = gpuc("validate", fleet(clusters=[cluster], workloads=workloads))
+    said = [line for line in result.err.splitlines() if "MPS control daemon" in line]
+    if verdict is None:
+        assert said == [] and result.code == 0, result.err
+        return
+    (line,) = said
+    assert f"{verdict}: spec.gpu.sharing: the MPS control daemon of driver {driver} runs `chroot {root} sh`" in line
+    assert "the daemon does not start and the claim is never prepared" in line
+    assert result.code == (2 if verdict == "error" else 0), result.err
+
+
 def test_topology_config_is_a_warning_about_the_fork(fleet):
     cluster = cluster_doc(driver="25.8.1", kubernetes="1.33", draDriver={"fabric": "topologyConfig"}, pools=[PARTITIONED_H100])
     path = fleet(clusters=[cluster], workloads={"w.yaml": [workload_doc(gpu={"fabric": {"partitionSize": 4}})]})
@@ -456,7 +487,7 @@ def test_default_namespace_is_refused(fleet):
 # --------------------------------------------------------------------------------- cluster details
 
 def test_unsupported_kubernetes_version(fleet):
-    render_rejected(fleet(clusters=[cluster_doc(kubernetes="1.31")]), "Kubernetes 1.31 is not supported")
+    render_rejected(fleet(clusters=[cluster_doc(kubernetes="1.31")]), "Kubernetes 1.31 is older than DRA with structured parameters")
 
 
 def test_helm_mode_needs_an_operator_version(fleet):

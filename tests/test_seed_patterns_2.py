@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 
 from conftest import NIM_SECRETS, REFERENCE, cluster_doc, compile_single, gpuc, nim_model, objects_of, workload_doc
@@ -203,10 +204,12 @@ def test_a_vm_gets_the_vfio_twins_of_the_passthrough_pools_gpus(fleet, tmp_path)
     assert spec["requests"] == [{"name": "gpu", "exactly": {
         "deviceClassName": "vfio.gpu.nvidia.com", "allocationMode": "ExactCount", "count": 2,
         "selectors": [{"cel": {"expression": "device.attributes['gpu.nvidia.com'].deviceID in ['0x20b2', '0x20b5']"}}]}}]
-    # no VfioDeviceConfig: the driver's webhook refuses it (tests/real/test_real_dra_driver.py), and the kubelet plugin
-    # gives a vfio device the same defaults without one
-    assert "config" not in spec
-    assert compiled.driver_values["featureGates"] == {"PassthroughSupport": True}
+    # KubeVirt's virt-launcher needs /dev/vfio/vfio (only with enableAPIDevice: the driver's default leaves it out) and
+    # the device metadata file (gate DeviceMetadata): facts capabilities.Passthrough, with their sources
+    assert spec["config"] == [{"requests": ["gpu"], "opaque": {"driver": "gpu.nvidia.com", "parameters": {
+        "apiVersion": "resource.nvidia.com/v1beta1", "kind": "VfioDeviceConfig",
+        "iommu": {"backendPolicy": "LegacyOnly", "enableAPIDevice": True}}}}]
+    assert compiled.driver_values["featureGates"] == {"DeviceMetadata": True, "PassthroughSupport": True}
     plan = json.loads(gpuc("plan", root, "--output", "json").out)["clusters"][0]
     vms = [p for p in plan["pods"] if p["workload"] == "vms/vm1"]
     assert {p["node"] for p in vms} == {"vm-0"}
@@ -248,6 +251,50 @@ def test_passthrough_refusals_name_the_field(fleet):
         assert result.code == 2 and field in result.err and "passthrough" in result.err, (field, result.err)
     nowhere = gpuc("validate", fleet(clusters=[cluster_doc()], workloads={"w.yaml": [VM]}))
     assert nowhere.code == 1 and "not a passthrough pool" in nowhere.err
+
+
+@pytest.mark.parametrize("driver", ["0.4.1", "0.5.1"])
+def test_a_vm_claim_gets_what_virt_launcher_needs_on_every_line_with_vfio_devices(fleet, driver):
+    """Held-out review (issue 45): with PassthroughSupport alone virt-launcher got no device metadata file, and
+    without a VfioDeviceConfig no /dev/vfio/vfio (the plugin's DefaultVfioDeviceConfig has enableAPIDevice false).
+    KubeVirt needs both gates and the config (driver guide kubevirt-vfio-gpu-passthrough.md; facts Passthrough)."""
+    compiled = compile_single(fleet(clusters=[cluster_doc(driver=driver, pools=VM_POOLS)], workloads={"w.yaml": [VM]}))
+    assert compiled.driver_values["featureGates"] == {"DeviceMetadata": True, "PassthroughSupport": True}
+    (config,) = only(compiled, "ResourceClaimTemplate", "vms")["spec"]["spec"]["devices"]["config"]
+    assert config["opaque"]["parameters"]["kind"] == "VfioDeviceConfig"
+    assert config["opaque"]["parameters"]["iommu"] == {"backendPolicy": "LegacyOnly", "enableAPIDevice": True}
+
+
+@pytest.mark.parametrize(("values", "field", "text"), [
+    ({"webhook": {"enabled": True, "tls": {"mode": "cert-manager"}}}, "spec.draDriver.values.webhook.enabled",
+     "the driver's admission webhook refuses every VfioDeviceConfig"),
+    ({"featureGates": {"DeviceMetadata": False}}, "spec.draDriver.values.featureGates.DeviceMetadata",
+     "DeviceMetadata is set false, but node pools of this cluster need it (vm)"),
+])
+def test_what_keeps_a_vm_from_its_gpu_is_refused(fleet, values, field, text):
+    result = gpuc("validate", fleet(clusters=[cluster_doc(driver=VFIO_DRIVER, pools=VM_POOLS, draDriver={"version": VFIO_DRIVER,
+                                                                                                         "values": values})],
+                                    workloads={"w.yaml": [VM]}))
+    assert result.code == 2 and f"{field}: " in result.err and text in result.err, result.err
+
+
+DCGM_OFF = {"nvidia.com/gpu.deploy.dcgm-exporter": "false", "nvidia.com/gpu.deploy.dcgm": "false"}
+DCGM_DRA_OFF = {"nvidia.com/gpu.deploy.dcgm-exporter-dra": "false", "nvidia.com/gpu.deploy.dcgm-dra": "false"}
+
+
+@pytest.mark.parametrize(("operator", "off"), [
+    ({"mode": "helm", "version": "v25.10.1"}, DCGM_OFF),
+    ({"mode": "patch", "version": "v24.6.0"}, DCGM_OFF),
+    ({"mode": "gpuCluster", "version": "v26.7.0"}, DCGM_DRA_OFF),  # the GPUCluster's own DCGM operands
+])
+def test_dcgm_stays_off_passthrough_nodes(fleet, operator, off):
+    """Held-out review (issue 45): the GPU Operator's dcgm-exporter (and standalone DCGM) hold every GPU of their node
+    open, so the kubelet plugin cannot rebind a VM's GPU to vfio-pci; their DaemonSets select a deploy label the
+    operator leaves alone once a node has it (facts passthroughOperandsOff, with sources)."""
+    cluster = cluster_doc(driver=VFIO_DRIVER, pools=VM_POOLS, gpuOperator=operator)
+    labels = compile_single(fleet(clusters=[cluster], workloads={"w.yaml": [VM]})).node_labels
+    assert {k: v for k, v in labels["vm"].items() if "dcgm" in k} == off
+    assert not any("dcgm" in k for k in labels["h100"])  # pods' GPUs keep their monitoring
 
 
 # ------------------------------------------------------------------------------- NICs: selectors, one per GPU

@@ -362,3 +362,17 @@ def test_a_malformed_export_is_a_finding_not_a_crash(cluster, tmp_path, what):
         result = gpuc(*command, "--state", state)
         assert "internal error" not in result.err and "Traceback" not in result.err, (what, command[0], result.err)
         assert result.code in (0, 1, 2)
+
+
+def test_a_step_that_holds_the_driver_back_expects_no_slices(cluster, tmp_path):
+    """Step 1 of a driver-line change renders no DRA driver: the DRA pools' nodes publishing nothing is what the step
+    does, not a failure; the same export without the step is one."""
+    root, compiled = cluster
+    items = [i for i in healthy(compiled) if not (i["kind"] == "ResourceSlice" and i["spec"]["driver"] == GPU)]  # the CD plugin's stay
+    _, report = status(root, items, tmp_path)
+    assert [level for level, _ in levels(report, "resource-slices")] == ["fail"]
+    held = write_fleet(tmp_path / "held", [cluster_doc(pools=POOLS, transition={
+        "step": 1, "steps": 2, "change": "DRA driver 25.12.0 -> 0.5.1", "draDriver": {"installed": False}})], WORKLOADS)
+    _, report = status(held, items, tmp_path)
+    assert levels(report, "resource-slices") == [("ok", "no DRA driver runs during step 1 of 2 (DRA driver 25.12.0 -> 0.5.1): the DRA "
+                                                        "pools publish nothing until a later step installs it")]

@@ -46,7 +46,7 @@ class Entry:
     def as_json(self) -> dict[str, Any]:
         return _sealed({"format": FORMAT, "cluster": self.cluster, "key": self.key, "counts": self.counts, "files": self.files,
                         "stamps": self.stamps,
-                        "warnings": [[d.file, d.line, d.path, d.message, d.hint, d.severity, d.code] for d in self.warnings]})
+                        "warnings": [[d.file, d.line, d.path, d.message, d.hint, d.severity, d.code, d.rule] for d in self.warnings]})
 
     @classmethod
     def from_json(cls, raw: Any, cluster: str, key: str) -> Entry:
@@ -108,7 +108,7 @@ def _is_stamp(value: Any) -> bool:
 
 
 def _is_warning(value: Any) -> bool:
-    return (isinstance(value, list) and len(value) == 7 and type(value[1]) is int and value[5] == "warning"
+    return (isinstance(value, list) and len(value) == 8 and type(value[1]) is int and value[5] == "warning"
             and all(isinstance(v, str) for i, v in enumerate(value) if i != 1))
 
 

@@ -13,12 +13,11 @@ from dataclasses import dataclass, field
 
 from ..diagnostics import Diagnostic
 from ..facts.platform import device_quota
+from ..lower.budget_limits import CLAIMS, Limit, cluster_budget_limits
 from ..lower.graph import CompiledCluster
 from ..place.allocator import ClaimSpec, Pod, cluster_pods
 from ..place.allocator.requests import EXACT_COUNT
 from .model import ClusterContext
-
-CLAIMS = "claims"  # the charge key of a claim itself, beside DeviceClass names
 
 
 def claim_charge(spec: ClaimSpec) -> dict[str, int]:
@@ -66,35 +65,73 @@ def namespace_charges(pods: Iterable[Pod]) -> dict[str, NamespaceCharge]:
     return out
 
 
-def _over(limit: int, key: str, charge: NamespaceCharge) -> str:
-    used = charge.total.get(key, 0)
-    what = "ResourceClaims" if key == CLAIMS else f"devices of DeviceClass {key}"
+def _named(key: str, charge: NamespaceCharge) -> str:
+    """The workloads charged for `key`, largest first: `research/trainer 16, research/notebooks 2`."""
     parts = sorted(((w, c.get(key, 0)) for w, c in charge.by_workload.items() if c.get(key, 0)), key=lambda x: (-x[1], x[0]))
-    named = ", ".join(f"{w} {n}" for w, n in parts[:6]) + (f" and {len(parts) - 6} more" if len(parts) > 6 else "")
-    return f"{used} {what} against a budget of {limit} ({named})"
+    return ", ".join(f"{w} {n}" for w, n in parts[:6]) + (f" and {len(parts) - 6} more" if len(parts) > 6 else "")
+
+
+def _over(limit: int, key: str, charge: NamespaceCharge) -> str:
+    what = "ResourceClaims" if key == CLAIMS else f"devices of DeviceClass {key}"
+    return f"{charge.total.get(key, 0)} {what} against a budget of {limit} ({_named(key, charge)})"
+
+
+@dataclass(frozen=True)
+class BudgetUse:
+    """One limit of a team budget against what the cluster's claims use of it (`gpuc plan`, `gpuc diff`)."""
+
+    namespace: str
+    limit: Limit
+    used: int
+
+    @property
+    def left(self) -> int:
+        return self.limit.limit - self.used
+
+    @property
+    def over(self) -> bool:
+        return self.used > self.limit.limit
+
+    def as_dict(self) -> dict:
+        key = {"counts": "claims"} if self.limit.key == CLAIMS else {"counts": "devices", "deviceClass": self.limit.key}
+        return {"namespace": self.namespace, **key, "used": self.used, "limit": self.limit.limit, "left": self.left,
+                "over": self.over, **({"notListed": {"sameDevicesAs": self.limit.covers}} if self.limit.covers else {})}
+
+
+def budget_use(compiled: CompiledCluster, charges: dict[str, NamespaceCharge] | None = None) -> list[BudgetUse]:
+    """Every limit of every budget of the cluster with what its claims use of it, in budget order."""
+    if not compiled.cluster.spec.budgets:
+        return []
+    charges = namespace_charges(cluster_pods(compiled)) if charges is None else charges
+    return [BudgetUse(budget.namespace, limit, charges.get(budget.namespace, NamespaceCharge()).total.get(limit.key, 0))
+            for budget, limits in cluster_budget_limits(compiled.cluster, compiled.objects) for limit in limits]
 
 
 def budget_findings(compiled: CompiledCluster) -> list[Diagnostic]:
-    budgets = compiled.cluster.spec.budgets
-    if not budgets:
+    if not compiled.cluster.spec.budgets:
         return []
     charges = namespace_charges(cluster_pods(compiled))
+    uses = budget_use(compiled, charges)
     intent = compiled.cluster.intent
     out = []
-    for i, budget in enumerate(budgets):
-        charge = charges.get(budget.namespace, NamespaceCharge())
-        limits: list[tuple[str, int, tuple[str | int, ...]]] = []
-        if budget.claims is not None:
-            limits.append((CLAIMS, budget.claims, ("spec", "budgets", i, "claims")))
-        limits += [(cls, n, ("spec", "budgets", i, "devices", cls)) for cls, n in sorted(budget.devices.items())]
-        for key, limit, where in limits:
-            if charge.total.get(key, 0) <= limit:
-                continue
-            extra = charge.total[key] - limit
+    for use in uses:
+        if not use.over:
+            continue
+        limit, charge = use.limit, charges[use.namespace]
+        where = f"namespace '{use.namespace}' on cluster '{compiled.name}'"
+        if limit.covers:
             out.append(intent.error(
-                where, f"namespace '{budget.namespace}' on cluster '{compiled.name}' would claim {_over(limit, key, charge)}: "
-                       "the API server's quota admission refuses the claims over it and their pods stay Pending",
-                f"raise this budget by {extra}, or lower the replicas or GPU counts of those workloads"))
+                limit.where, f"{where} would claim {use.used} devices of DeviceClass {limit.key} ({_named(limit.key, charge)}), "
+                             f"which the budget does not list and which selects devices of the type it caps through "
+                             f"{limit.covers} ({limit.device_type}): its ResourceQuota holds every such class at 0, so that no "
+                             "class name escapes the budget, and the API server's quota admission refuses those claims",
+                f"add `{limit.key}: {use.used}` to spec.budgets[{limit.where[2]}].devices (the namespace may then hold that many "
+                f"devices through it beside those of {limit.covers}), or have those workloads claim through {limit.covers}"))
+            continue
+        out.append(intent.error(
+            limit.where, f"{where} would claim {_over(limit.limit, limit.key, charge)}: "
+                         "the API server's quota admission refuses the claims over it and their pods stay Pending",
+            f"raise this budget by {use.used - limit.limit}, or lower the replicas or GPU counts of those workloads"))
     return out
 
 

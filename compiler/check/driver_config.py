@@ -79,6 +79,8 @@ class _Configs:
         self.kinds = config_kinds(self.line.id)
         self.drivers = {k.driver for k in self.kinds.values()}
         self.gates = effective_gates(ctx)
+        webhook = ctx.compiled.driver_values.get("webhook")
+        self.webhook = isinstance(webhook, dict) and webhook.get("enabled") is True  # chart value webhook.enabled (default off)
         self.class_types = class_device_types(ctx.objects)
         self.rules = CelRules()
         self._validated: dict[tuple[str, str], list] = {}  # (config kind, canonical JSON) -> violations
@@ -111,10 +113,10 @@ class _Configs:
             else:
                 yield Finding(obj, path + ("driver",), f"{kind.name} is decoded by driver {kind.driver}, not {driver}")
             return
-        if kind.webhook_refuses:
-            yield Finding(obj, at + ("kind",), f"{kind.name}: {kind.webhook_refuses}",
-                          f"leave the config out: the kubelet plugin gives a {kind.device_type} device the same defaults",
-                          severity="warning")
+        if kind.webhook_refuses and self.webhook:
+            yield Finding(obj, at + ("kind",), f"{kind.name}: {kind.webhook_refuses}, and draDriver.values turn it on",
+                          "turn the webhook off (webhook.enabled: false), or leave the config out (the kubelet plugin then "
+                          f"applies its defaults to the {kind.device_type} device)")
         params = _without_nulls(params)
         for v in self._violations(kind, params):
             yield Finding(obj, at + v.path, v.message, v.hint, v.severity)

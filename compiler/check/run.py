@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..diagnostics import Diagnostic
+from ..diagnostics import Diagnostic, tagged
 from ..lower.graph import CompiledCluster
 from .budgets import check_budgets
 from .crds import CrdCatalog, build_catalog, read_crd_dir
@@ -40,8 +40,8 @@ CHECKERS: list[Checker] = [check_objects, check_metadata, check_dra_limits, chec
 def check_cluster(ctx: ClusterContext, checkers: list[Checker] | None = None) -> list[Diagnostic]:
     out: set[Diagnostic] = set()
     for checker in checkers if checkers is not None else CHECKERS:
-        for item in checker(ctx):
-            out.add(to_diagnostic(item) if isinstance(item, Finding) else item)
+        rule = "output/" + getattr(checker, "__name__", "checks").removeprefix("check_").replace("_", "-")
+        out.update(tagged([to_diagnostic(item) if isinstance(item, Finding) else item for item in checker(ctx)], rule))
     return sorted(out)
 
 

@@ -14,7 +14,7 @@ from html import escape
 
 from ..place.allocator import AllocationPlan
 from .capacity import ClusterMap, NodeRow, PhysicalGpu, PoolMap, Segment, cluster_map, workload_colors
-from .plan_report import additions_text
+from .plan_report import BUDGETS_HEAD, additions_text
 
 GPU_W, GPU_H, GAP = 30, 30, 4
 FREE = "#e9ecef"
@@ -154,7 +154,7 @@ def _cluster(cmap: ClusterMap, colors: dict[str, str]) -> str:
         items = "".join(f"<li><code>{escape(p.workload)}</code> {escape(p.pod)}: {escape(p.reason)}</li>" for p in plan.unplaced)
         unplaced = f'<div class="unplaced"><h3>Cannot be placed ({len(plan.unplaced)})</h3><ul>{items}</ul></div>'
     return (f'<section class="cluster" id="{anchor}"><h2>{escape(plan.cluster)}</h2><p class="meta">{meta}</p>'
-            f'<div class="legend">{legend}</div>{unplaced}{_headroom(plan)}{pools}</section>')
+            f'<div class="legend">{legend}</div>{unplaced}{_headroom(plan)}{_budgets(plan)}{pools}</section>')
 
 
 def _headroom(plan: AllocationPlan) -> str:
@@ -174,6 +174,17 @@ def _headroom(plan: AllocationPlan) -> str:
     add += "".join(f"<p class=\"note\">No addition places {escape(pod)}: {escape(why)}</p>" for pod, why in room.stuck)
     return f'<div class="headroom"><h3>Headroom</h3>{table}{add}</div>'
 
+
+def _budgets(plan: AllocationPlan) -> str:
+    """Per team budget and limit: used, limit, left (check.budgets.BudgetUse)."""
+    if not plan.budgets:
+        return ""
+    rows = "".join(f"<tr><td>{escape(u.namespace)}</td><td>{escape(u.limit.what)}</td><td>{u.used}</td><td>{u.limit.limit}</td>"
+                   f"<td>{f'<b>over by {-u.left}</b>' if u.over else u.left}</td>"
+                   f"<td>{escape(f'not listed: held at 0 beside {u.limit.covers}' if u.limit.covers else '')}</td></tr>"
+                   for u in plan.budgets)
+    return (f'<div class="headroom"><h3>Team budgets</h3><p class="note">{escape(BUDGETS_HEAD)}</p><table><tr><th>namespace</th>'
+            f"<th>limit on</th><th>used</th><th>limit</th><th>left</th><th></th></tr>{rows}</table></div>")
 
 
 def capacity_html(plans: list[AllocationPlan], title: str) -> str:

@@ -52,6 +52,8 @@ def plan_text(plan: AllocationPlan) -> str:
         lines += [f"    {p.workload} {p.pod}: {p.reason}" for p in plan.unplaced]
     if plan.headroom is not None:
         lines += [""] + headroom_lines(plan.headroom)
+    if plan.budgets:
+        lines += [""] + budget_lines(plan.budgets)
     lines += [""] + [f"  note: {note}" for note in PLACEMENT_NOTES]
     return "\n".join(lines) + "\n"
 
@@ -75,6 +77,19 @@ def headroom_lines(headroom) -> list[str]:
     for pod, why in headroom.stuck:
         lines.append(f"  no addition places {pod}: {why}")
     return lines
+
+
+BUDGETS_HEAD = "team budgets (a ResourceQuota per namespace: the API server refuses the claim that goes over):"
+
+
+def budget_lines(uses) -> list[str]:
+    """Per team and limit what the claims use, the limit and what is left (check.budgets.BudgetUse)."""
+    rows = [["NAMESPACE", "LIMIT ON", "USED", "LIMIT", "LEFT", ""]]
+    for u in uses:
+        note = f"not listed: held at 0 beside {u.limit.covers}" if u.limit.covers else ""
+        rows.append([u.namespace, u.limit.what, str(u.used), str(u.limit.limit),
+                     f"over by {-u.left}" if u.over else str(u.left), note])
+    return [f"  {BUDGETS_HEAD}"] + _table(rows, "    ")
 
 
 def in_use_before(plan: AllocationPlan, shown: int = 5) -> str:

@@ -25,13 +25,17 @@ def is_gpuc_output(directory: Path) -> bool:
         return False
 
 
-def _listed(kustomization: Path) -> list[str]:
-    """The resources a kustomization.yaml gpuc wrote lists (one `- name` line each, as emit.tree writes it)."""
+def _listed(kustomization: str) -> list[str] | None:
+    """The resources a kustomization.yaml lists (one `- name` line each, as emit.tree writes it) when gpuc wrote
+    it (it starts with MARKER); None when it did not, or cannot be read."""
     try:
-        lines = kustomization.read_text(encoding="utf-8").split("\n")
-    except (OSError, UnicodeDecodeError):
-        return []
-    return [line[2:] for line in lines if line.startswith("- ")]
+        with open(kustomization, "rb") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    if not text.startswith(MARKER.encode()):
+        return None
+    return [line[2:] for line in text.decode("utf-8", "replace").split("\n") if line.startswith("- ")]
 
 
 def _has_marker(path: str | os.PathLike[str]) -> bool:
@@ -44,16 +48,18 @@ def _has_marker(path: str | os.PathLike[str]) -> bool:
 
 def foreign_files(directory: Path) -> list[Path]:
     """Files in a directory gpuc rendered that it did not write: a runbook someone added. gpuc writes the files
-    its kustomization.yaml files list, and every other file it writes starts with MARKER."""
-    ours = {f"{sub}{name}" for sub in ("", "argocd/") for name in ["kustomization.yaml", *_listed(directory / sub / "kustomization.yaml")]}
+    its kustomization.yaml files list, wherever one sits (the cluster's folder, argocd/, releases/<release>/),
+    and every other file it writes starts with MARKER, as those kustomization.yaml files do."""
     found: list[Path] = []
-    _walk(str(directory), "", ours, found)
+    _walk(str(directory), "", set(), found)
     return found
 
 
 def _walk(directory: str, prefix: str, ours: set[str], found: list[Path]) -> None:
     """os.walk's order and rules (a link to a directory is named, not entered; an unreadable directory is
-    passed over), from the directory entries' own types: a rebuilt cluster's ~1,500 files cost no stat each."""
+    passed over), from the directory entries' own types: a rebuilt cluster's ~1,500 files cost no stat each,
+    and a directory's own kustomization.yaml is read once, for its marker and its list at the same time.
+    `ours`: paths (relative to the cluster's folder) listed by the kustomization.yaml files read so far."""
     try:
         with os.scandir(directory) as listing:
             entries = sorted(listing, key=lambda e: e.name)
@@ -61,6 +67,10 @@ def _walk(directory: str, prefix: str, ours: set[str], found: list[Path]) -> Non
         return
     dirs = [e for e in entries if _is_dir(e)]
     found += [Path(e.path) for e in dirs if e.is_symlink()]
+    kustomization = next((e for e in entries if e.name == "kustomization.yaml" and e not in dirs and not e.is_symlink()), None)
+    listed = _listed(kustomization.path) if kustomization is not None else None
+    if listed is not None:
+        ours.update(f"{prefix}{name}" for name in ["kustomization.yaml", *listed])
     for e in entries:
         if e not in dirs and (e.is_symlink() or not (prefix + e.name in ours or _has_marker(e.path))):
             found.append(Path(e.path))

@@ -14,6 +14,14 @@ import yaml
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml reads the tables ten times faster
 
 
+class VersionError(ValueError):
+    """A version gpuc does not support, with the range it does and what to do (`hint`)."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
 @cache
 def load_table(name: str) -> Any:
     text = resources.files(__package__).joinpath("data", f"{name}.yaml").read_text(encoding="utf-8")

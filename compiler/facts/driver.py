@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass
 from functools import cache
 
-from . import load_table
+from . import VersionError, load_table
 
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?$")
 
@@ -45,6 +46,8 @@ class DriverLine:
     has_feature_gates: bool
     numnodes_required: bool
     mig_device_name: str
+    project: str = ""  # the repository the line is developed in
+    numbering: str = ""  # calendar (year.month) or semver
 
     def at_least(self, line_id: str) -> bool:
         return self.order >= line_order(line_id)
@@ -78,6 +81,8 @@ def driver_lines() -> dict[str, DriverLine]:
             has_feature_gates=entry["featureGates"],
             numnodes_required=entry["computeDomainNumNodes"] == "required",
             mig_device_name=entry["migDeviceName"],
+            project=entry["project"],
+            numbering=entry["numbering"],
         )
     return lines
 
@@ -89,12 +94,22 @@ def line_order(line_id: str) -> int:
 def parse_driver_version(version: str) -> DriverLine:
     """`25.12.0` -> the 25.12 line. Raises ValueError with the supported list on anything else."""
     match = _VERSION.match(version.strip())
-    supported = ", ".join(line.versions for line in driver_lines().values())
+    lines = sorted(driver_lines().values(), key=lambda line: line.order)
+    newest = lines[-1].releases[-1]
+    order = [(a, b) for a, b in zip(lines, lines[1:]) if a.numbering != b.numbering]
+    supported = f"gpuc supports the lines {', '.join(line.versions for line in lines)}" + \
+        "".join(f" (in release order: {b.id} follows {a.id})" for a, b in order)
     if not match:
-        raise ValueError(f"'{version}' is not a driver version like 25.12.0 or 0.4.1 (supported: {supported})")
+        raise VersionError(f"'{version}' is not a DRA driver version: {supported}",
+                           f'write a release, quoted, e.g. version: "{newest}" (the newest gpuc knows)')
     line_id = f"{int(match.group(1))}.{int(match.group(2))}"
     if line_id not in driver_lines():
-        raise ValueError(f"driver {version} is not a release line gpuc knows (supported: {supported})")
+        semver = int(match.group(1)) == 0
+        if semver and int(match.group(2)) > int(lines[-1].id.split(".")[1]):
+            raise VersionError(f"DRA driver {version} is of a line newer than this gpuc knows: {supported}",
+                               f"upgrade gpuc to a release that knows the {line_id} line, or run {newest}, the newest it knows")
+        raise VersionError(f"DRA driver {version} is not of a release line gpuc knows: {supported}",
+                           f'check the version for a typo; a new cluster takes "{newest}" (gpuc catalog --new-cluster says why)')
     return driver_lines()[line_id]
 
 
@@ -134,6 +149,29 @@ def gate_requirements() -> dict[str, str]:
 
 def capability(name: str) -> dict:
     return dict(load_table("dra_driver")["capabilities"][name])
+
+
+def capability_gates(name: str) -> list[str]:
+    """The driver gates a capability needs on: its own, then those it also needs (`alsoGates`)."""
+    cap = capability(name)
+    return [cap["gate"], *cap.get("alsoGates", [])]
+
+
+def passthrough_config() -> dict:
+    """The opaque VfioDeviceConfig a KubeVirt VM's vfio claim needs (data/dra_driver.yaml capabilities.Passthrough)."""
+    return copy.deepcopy(dict(capability("Passthrough")["config"]))
+
+
+@dataclass(frozen=True)
+class MpsDaemonFacts:
+    chroot_shell_until: str  # the last line whose MPS control daemon runs `chroot <driver root> sh`
+    shell_roots: tuple[str, ...]  # driver roots that are whole root file systems, with a shell
+    shellless: dict[str, str]  # driver root -> whose: roots known to hold no shell
+
+
+def mps_control_daemon() -> MpsDaemonFacts:
+    d = load_table("dra_driver")["mpsControlDaemon"]
+    return MpsDaemonFacts(str(d["chrootShellUntil"]), tuple(d["shellRoots"]), dict(d["shellless"]))
 
 
 def gpu_driver() -> str:
@@ -259,11 +297,21 @@ class DynamicMigFacts:
     counters: dict[str, str]  # capacity name -> counter name
     memory_slice_counter: str  # format with i=
     skips_gpus_without_mig_since: str  # driver line from which the gate leaves GPUs without MIG alone
+    every_gpu_until: str  # the last line whose gate partitions every GPU, whatever its architecture and MIG mode
+    mig_mode_toggle: frozenset[str]  # architectures whose MIG mode toggles without a GPU reset (Hopper and newer)
+
+    def partitions(self, line: DriverLine, architecture: str, mig_mode_on: bool) -> tuple[bool, bool]:
+        """With the gate on, (whether a MIG-capable GPU is published as DynamicMIG partitions, whether its full GPU
+        is published beside them). `mig_mode_on`: MIG mode is on when the kubelet plugin starts."""
+        if line.at_most(self.every_gpu_until) or architecture in self.mig_mode_toggle:
+            return True, True
+        return (True, False) if mig_mode_on else (False, True)
 
 
 def dynamic_mig() -> DynamicMigFacts:
     d = load_table("dra_driver")["dynamicMig"]
-    return DynamicMigFacts(d["counterSet"], dict(d["counters"]), d["memorySliceCounter"], d["skipsGpusWithoutMigSince"])
+    return DynamicMigFacts(d["counterSet"], dict(d["counters"]), d["memorySliceCounter"], d["skipsGpusWithoutMigSince"],
+                           str(d["everyGpuUntil"]), frozenset(d["migModeToggle"]))
 
 
 def static_mig_memory_slice() -> str:

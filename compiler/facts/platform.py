@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
-from . import load_table
+from . import VersionError, load_table
 
 _K8S = re.compile(r"^v?1\.(\d+)(?:\.\d+)?$")
 
@@ -26,15 +26,28 @@ class ResourceApi:
 def parse_kubernetes_version(version: str) -> ResourceApi:
     table = load_table("kubernetes")["resourceApi"]
     match = _K8S.match(str(version).strip())
-    supported = ", ".join(table)
+    minors = list(table)
+    oldest, newest = minors[0], minors[-1]
+    supported = f"gpuc supports Kubernetes {oldest} to {newest}"
     if not match:
-        raise ValueError(f"'{version}' is not a Kubernetes minor version like \"1.34\" (supported: {supported})")
+        raise VersionError(f"'{version}' is not a Kubernetes minor version: {supported}",
+                           f'write the minor the cluster runs, quoted, e.g. kubernetesVersion: "{newest}"')
     key = f"1.{int(match.group(1))}"
     if key not in table:
-        raise ValueError(f"Kubernetes {key} is not supported: DRA with structured parameters needs 1.32 or newer "
-                         f"and gpuc knows {supported}")
+        if int(match.group(1)) > int(newest.split(".")[1]):
+            raise VersionError(f"Kubernetes {key} is newer than this gpuc knows: {supported}",
+                               f"upgrade gpuc to a release that knows {key} (`gpuc catalog` lists what this one knows); until "
+                               f'then, kubernetesVersion: "{newest}" compiles the cluster as {newest} (nothing {key} added is used)')
+        raise VersionError(f"Kubernetes {key} is older than DRA with structured parameters: {supported}",
+                           f"upgrade the cluster to Kubernetes {oldest} or newer ({oldest} and {minors[1]} need DRA turned on; "
+                           f"{_default_on(table)} and newer have it on by default)")
     entry = table[key]
     return ResourceApi(key, entry["version"], entry["requestShape"] == "flat")
+
+
+def _default_on(table: dict) -> str:
+    """The first minor that serves resource.k8s.io/v1 (DRA on by default)."""
+    return next(minor for minor, entry in table.items() if entry["version"] == "resource.k8s.io/v1")
 
 
 @dataclass(frozen=True)

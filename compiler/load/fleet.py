@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..diagnostics import Diagnostic, Findings, InputError
+from ..diagnostics import Diagnostic, Findings, InputError, tagged
 from .yaml_source import SourceDoc, decode, parse_documents
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -49,10 +49,29 @@ def read_serially(files: list[tuple[Path, str]], read: ReadOne, meanwhile: Calla
             yield False, exc.diagnostics
 
 
-def yaml_files(directory: Path, recursive: bool) -> list[Path]:
-    """The YAML files in `directory` (and, `recursive`, below it; symbolic links to directories are not entered),
-    sorted. A directory that cannot be read raises OSError: a workload folder skipped in silence would vanish
-    from the render, and Argo CD would prune what it held."""
+class UnreadableEntry(OSError):
+    """An entry of a fleet directory gpuc would read and cannot: a symbolic link to nothing (or to a directory, which
+    is never followed), or a YAML name on something that is not a regular file."""
+
+
+def _unreadable(entry: os.DirEntry, recursive: bool) -> str:
+    """Why gpuc cannot read this entry, or "" when it can (or it is not one gpuc reads)."""
+    yaml_name = Path(entry.name).suffix in YAML_SUFFIXES
+    if entry.is_symlink():
+        target = os.readlink(entry.path)
+        if not os.path.exists(entry.path):
+            return f"is a symbolic link to '{target}', which does not exist"
+        if recursive and entry.is_dir():
+            return f"is a symbolic link to the directory '{target}', which gpuc does not follow (it could lead out of the fleet)"
+    if yaml_name and not entry.is_file() and not (recursive and entry.is_dir()):
+        return "is not a regular file"
+    return ""
+
+
+def yaml_files(directory: Path, recursive: bool, problems: list[tuple[Path, str]] | None = None) -> list[Path]:
+    """The YAML files in `directory` (and, `recursive`, below it), sorted. An entry that cannot be read (a directory,
+    or one that _unreadable names) goes to `problems`, or raises OSError without it: a workload folder or file
+    skipped in silence would vanish from the render, and Argo CD would prune what it held."""
     if not directory.is_dir():
         return []
     files: list[Path] = []
@@ -63,10 +82,17 @@ def yaml_files(directory: Path, recursive: bool) -> list[Path]:
             with os.scandir(current) as entries:
                 for e in entries:
                     path = Path(e.path)
-                    if recursive and e.is_dir(follow_symlinks=False):
+                    why = _unreadable(e, recursive)
+                    if why and problems is None:
+                        raise UnreadableEntry(0, why, e.path)
+                    if why:
+                        problems.append((path, why))  # type: ignore[union-attr]
+                    elif recursive and e.is_dir(follow_symlinks=False):
                         pending.append(path)
                     elif path.suffix in YAML_SUFFIXES and path.is_file():
                         files.append(path)
+        except UnreadableEntry:
+            raise
         except OSError as exc:
             exc.filename = str(current)
             raise
@@ -104,7 +130,7 @@ def unread(root: Path) -> list[Diagnostic]:
     for path in sorted(root.iterdir(), key=lambda p: p.name):
         if path.name.startswith(".") or path.is_symlink():
             continue
-        if path.is_file() and path.suffix in YAML_SUFFIXES and path.stem != "kustomization":
+        if path.is_file() and path.suffix in YAML_SUFFIXES and path.stem != "kustomization" and not _pulumi_file(path.name):
             found.append(Diagnostic(path.name, 0, "(file)", "not read: intents live in clusters/ and workloads/",
                                     "move it to clusters/ (a Cluster) or workloads/ (GpuWorkload, GpuDeviceClass)", "warning"))
         elif path.is_dir() and path.name not in LAYOUT and (near := _near_miss(path.name)) and _readable_yaml(path):
@@ -116,6 +142,11 @@ def unread(root: Path) -> list[Diagnostic]:
     found += [Diagnostic(p.relative_to(root).as_posix(), 0, "(file)", "not read: Cluster files sit directly in clusters/",
                          "move it up to clusters/", "warning") for p in nested]
     return found
+
+
+def _pulumi_file(name: str) -> bool:
+    """A Pulumi project or stack file: a fleet repository that applies its clusters with Pulumi keeps them at its root."""
+    return name.split(".")[0] == "Pulumi"
 
 
 def _escapes(root: Path, file: Path) -> bool:
@@ -138,15 +169,22 @@ def read_documents(path: Path, display: str) -> list[SourceDoc]:
 
 
 def _listed(root: Path, directory: Path, recursive: bool, findings: Findings) -> list[Path]:
-    """yaml_files, where a directory that cannot be read is an error like a file that cannot be read."""
+    """yaml_files, where an entry or a directory that cannot be read is an error like a file that cannot be read."""
+    problems: list[tuple[Path, str]] = []
     try:
-        return yaml_files(directory, recursive)
+        files = yaml_files(directory, recursive, problems)
     except OSError as exc:
         where = Path(exc.filename or directory)
         shown = where.relative_to(root).as_posix() if where.is_relative_to(root) else str(where)
         findings.add(Diagnostic(shown, 0, "(directory)", f"cannot read directory: {exc.strerror or exc}",
                                 "give the user running gpuc read access to it, or move what it holds out of the fleet"))
         return []
+    for path, why in problems:
+        hint = ("put the directory itself (not a link to it) under workloads/" if path.is_symlink() and path.is_dir() else
+                "point the link at a file inside the fleet, or delete it" if path.is_symlink() else
+                "replace it with a YAML file, or move it out of the fleet")
+        findings.add(Diagnostic(path.relative_to(root).as_posix(), 0, "(file)", why, hint))
+    return files
 
 
 def load_fleet(root: str | os.PathLike[str], meanwhile: Meanwhile | None = None,
@@ -201,5 +239,6 @@ def load_fleet(root: str | os.PathLike[str], meanwhile: Meanwhile | None = None,
     if select is not None:
         workload_files = [f for f in workload_files if select(f.relative_to(root).as_posix())]
     workloads = collect(workload_files, start_meanwhile if meanwhile else None, keep)
+    findings.tag_since(0, "files")
     findings.raise_if_errors()
-    return FleetFiles(root, clusters, workloads, unread(root))
+    return FleetFiles(root, clusters, workloads, tagged(unread(root), "files"))

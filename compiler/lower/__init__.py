@@ -25,7 +25,7 @@ def lower_cluster(plan: ClusterPlan, fleet: Fleet) -> CompiledCluster:
     features = cluster_features(cluster, [p.workload for p in plans])
 
     driver, compiled.driver_values = lower_dra_driver(cluster, features)
-    if driver is not None:
+    if driver is not None and cluster.driver_installed:
         compiled.releases.append(driver)
     releases, objects, labels = lower_node_config(cluster, compiled.driver_values)
     compiled.releases.extend(releases)
@@ -56,12 +56,12 @@ def lower_cluster(plan: ClusterPlan, fleet: Fleet) -> CompiledCluster:
     # a budgeted namespace no workload uses yet still gets its quota: the Namespace must exist for it
     budgeted = {b.namespace for b in cluster.spec.budgets} - set(first_in) - RESERVED_NAMESPACES - chart_namespaces
     compiled.objects.extend(namespace_object(cluster, ns, cluster.intent.source) for ns in sorted(budgeted))
-    compiled.objects.extend(budget_quotas(cluster))
 
     for cls in fleet.classes.values():
         if cluster.name in target_clusters(cls.model, fleet):
             compiled.objects.append(lower_device_class(cluster, cls))
     compiled.objects.extend(extended_resource_classes(cluster))
+    compiled.objects.extend(budget_quotas(cluster, compiled.objects))  # every class that selects what a budget caps
 
     # a workload whose GPUs come from the device plugin has no GPU claim: only its ComputeDomain channel is DRA's
     claim_objects, refs = lower_claims(cluster, [p for p in plans if not p.device_plugin])

@@ -11,6 +11,7 @@ import functools
 from importlib import resources
 from typing import Any
 
+from ..facts import load_table
 from ..validate.intents import GitOps
 from .graph import RELEASES_DIR, CompiledCluster, HelmRelease, KubeObject, Wave
 from .meta import make_object
@@ -42,6 +43,8 @@ APPLICATION_SOURCES = {
 # DeviceClass extendedResourceName on resource.k8s.io/v1, which a 1.34 server (DRAExtendedResource off) drops;
 # tests/real/test_real_gitops.py saw that chart Application never Synced.
 SERVER_SIDE_DIFF = {"argocd.argoproj.io/compare-options": "ServerSideDiff=true"}
+
+RESOURCES_FINALIZER = load_table("argocd")["deletion"]["finalizer"]
 
 # Argo CD's ConfigMap, and the label without which Argo CD ignores it.
 ARGOCD_CM = "argocd-cm"
@@ -114,9 +117,14 @@ def lower_argocd(compiled: CompiledCluster) -> list[KubeObject]:
             "syncPolicy": {"automated": {"prune": True, "selfHeal": True},
                            "syncOptions": ["CreateNamespace=true", "ServerSideApply=true"], "retry": RETRY},
         }
-        apps.append(make_object(ARGO_API, "Application", f"{compiled.name}-{release.name}", namespace=gitops.namespace,
-                                wave=release.wave, component=f"argocd/{release.component}", origin=release.origin,
-                                annotations=dict(SERVER_SIDE_DIFF), body={"spec": spec}, sources=APPLICATION_SOURCES))
+        app = make_object(ARGO_API, "Application", f"{compiled.name}-{release.name}", namespace=gitops.namespace,
+                          wave=release.wave, component=f"argocd/{release.component}", origin=release.origin,
+                          annotations=dict(SERVER_SIDE_DIFF), body={"spec": spec}, sources=APPLICATION_SOURCES)
+        # Removed from the tree (a release renamed, a chart dropped), the Application takes what it deployed with it;
+        # without the finalizer Argo CD deletes the Application alone, and the chart's kubelet plugin DaemonSet runs on
+        # beside its successor's (facts/data/argocd.yaml deletion)
+        app.manifest["metadata"]["finalizers"] = [RESOURCES_FINALIZER]
+        apps.append(app)
     rendered = {
         "project": gitops.project,
         "destination": _destination(compiled, None),

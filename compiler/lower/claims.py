@@ -13,7 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from ..facts.driver import builtin_class_for, config_api_version
+from ..facts.driver import builtin_class_for, config_api_version, passthrough_config
 from ..facts.platform import standard_attribute
 from ..plan import AlternativePlan, WorkloadPlan, nic_class
 from ..plan.sizing import floor_text
@@ -156,6 +156,19 @@ def _request_manifest(req: Request, flat: bool) -> dict[str, Any]:
     return {"name": req.name, **body} if flat else {"name": req.name, "exactly": body}
 
 
+def name_basis(spec: dict[str, Any]) -> dict[str, Any]:
+    """What a claim's hashed name is computed from: its spec in the request shape of resource.k8s.io/v1beta2 and v1
+    (`exactly`), whatever version the cluster serves. The API server stores one object whichever version writes it, so
+    a Kubernetes upgrade that moves a cluster from v1beta1 to v1beta2 keeps the claims' names, and their pods run on."""
+    devices = spec.get("devices") or {}
+    requests = devices.get("requests") or []
+    if all("exactly" in r or "firstAvailable" in r for r in requests):
+        return spec
+    shaped = [r if "exactly" in r or "firstAvailable" in r else {"name": r["name"], "exactly": {k: v for k, v in r.items() if k != "name"}}
+              for r in requests]
+    return {**spec, "devices": {**devices, "requests": shaped}}
+
+
 def sharing_config(gpu: GpuRequest) -> dict[str, Any] | None:
     if gpu.sharing == "TimeSlicing":
         if gpu.mig is not None:
@@ -195,7 +208,10 @@ def opaque_config(plan: WorkloadPlan, cluster: ResolvedCluster, request_names: l
         params["sharing"] = sharing
     if gpu.fabric is not None and cluster.spec.dra_driver.fabric == "topologyConfig":
         params["fabricTopologyConfig"] = fabric_topology_config(gpu)
-    if gpu.passthrough or not params:  # a vfio device takes the driver's defaults: its webhook refuses VfioDeviceConfig
+    if gpu.passthrough:  # the driver's default leaves /dev/vfio/vfio out, which a KubeVirt VM needs (facts: Passthrough)
+        params = passthrough_config()
+        kind = params.pop("kind")
+    elif not params:
         return []
     else:
         kind = "MigDeviceConfig" if gpu.mig is not None else "GpuConfig"
@@ -260,6 +276,7 @@ def _config_sources(gpu: GpuRequest) -> Sources:
         "sharing.mpsConfig.defaultActiveThreadPercentage": ("spec.gpu.mps.activeThreadPercentage", "spec.gpu.mps"),
         "sharing.mpsConfig.defaultPinnedDeviceMemoryLimit": ("spec.gpu.mps.pinnedMemoryLimit", "spec.gpu.mps"),
         "fabricTopologyConfig": ("spec.gpu.fabric",),
+        "iommu": ("spec.gpu.passthrough",),
     }
     for key in fabric_topology_config(gpu) if gpu.fabric is not None else {}:
         field = "partitionIDs" if key == "partitionIds" else key
@@ -276,7 +293,7 @@ def lower_claims(cluster: ResolvedCluster, plans: list[WorkloadPlan]) -> tuple[l
         key = f"{plan.namespace}/{plan.name}"
         if plan.share_group is None:
             spec, names, sources = claim_spec_with_sources(plan, cluster)
-            name = hashed_name(f"{plan.name}-gpu", spec)
+            name = hashed_name(f"{plan.name}-gpu", name_basis(spec))
             objects.append(make_object(
                 cluster.api.api_version, "ResourceClaimTemplate", name, namespace=plan.namespace,
                 wave=Wave.CLAIMS, component=f"workload/{key}", origin=plan.intent.source,
@@ -290,7 +307,7 @@ def lower_claims(cluster: ResolvedCluster, plans: list[WorkloadPlan]) -> tuple[l
         # Members agree on every gpu setting (a validation rule); sizing agrees because it sums them.
         lead = max(members, key=lambda p: ((p.gpus or 0), p.min_memory or 0, p.name))
         spec, names, sources = claim_spec_with_sources(lead, cluster)
-        name = hashed_name(group, spec)
+        name = hashed_name(group, name_basis(spec))
         member_names = sorted(p.name for p in members)
         objects.append(make_object(
             cluster.api.api_version, "ResourceClaim", name, namespace=namespace,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ..facts.driver import chart_for, kubelet_plugin_tolerations
+from ..facts.driver import chart_for, driver_lines, kubelet_plugin_tolerations
 from ..facts.platform import gpu_operator
 from ..validate.features import ClusterFeatures, derived_gates
 from ..validate.resolved import ResolvedCluster
@@ -70,6 +70,7 @@ def lower_dra_driver(cluster: ResolvedCluster, features: ClusterFeatures) -> tup
     if cluster.spec.gpu_operator.mode == "gpuCluster":
         return None, values
     chart = chart_for(cluster.spec.dra_driver.version)
+    formerly = tuple(sorted({line.chart_name for line in driver_lines().values()} - {chart.name}))
     release = HelmRelease(name=chart.name, namespace=cluster.spec.dra_driver.namespace, chart=chart, values=values,
-                          wave=Wave.CHARTS, component="dra-driver", origin=cluster.intent.source)
+                          wave=Wave.CHARTS, component="dra-driver", origin=cluster.intent.source, formerly=formerly)
     return release, values

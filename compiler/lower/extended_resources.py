@@ -31,7 +31,7 @@ def _chart_maps_gpus(cluster: ResolvedCluster) -> bool:
 
 def extended_resource_classes(cluster: ResolvedCluster) -> list[KubeObject]:
     opted = [p for p in cluster.dra_pools if p.spec.extended_resource]
-    mixed = any(not p.dra for p in cluster.pools)
+    mixed = any(p.device_plugin for p in cluster.pools)
     if not opted and not (mixed and _chart_maps_gpus(cluster)):
         return []
     full = [p for p in opted if p.publishes_full_gpus]

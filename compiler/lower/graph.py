@@ -119,6 +119,9 @@ class HelmRelease:
     component: str
     origin: SourceDoc
     create_namespace: bool = True
+    # the names the same release had under other charts (the DRA driver: 25.x nvidia-dra-driver-gpu, 0.4+
+    # dra-driver-nvidia-gpu): a deployer that keys releases by name treats a rename as a replacement of the old one
+    formerly: tuple[str, ...] = ()
 
     @property
     def source(self) -> str:

@@ -28,7 +28,7 @@ def _env(pairs: dict[str, str]) -> list[dict[str, str]]:
 
 
 def _mig_pools(cluster: ResolvedCluster) -> list[ResolvedPool]:
-    return [p for p in cluster.pools if p.mig_layout is not None or p.mig_dynamic]
+    return [p for p in cluster.pools if p.mig_layout is not None or p.dynamic_partitions]
 
 
 def op_before(cluster: ResolvedCluster, version: str) -> bool:
@@ -39,6 +39,18 @@ def op_before(cluster: ResolvedCluster, version: str) -> bool:
 def operator_installs_driver(cluster: ResolvedCluster) -> bool:
     """Whether the GPU Operator installs the GPU driver: the DRA driver reads it where the operator puts it."""
     return cluster.spec.dra_driver.nvidia_driver_root == gpu_operator()["driverRoot"]
+
+
+def driver_install_dir(cluster: ResolvedCluster) -> dict[str, Any]:
+    """`hostPaths.driverInstallDir` where the hosts' GPU driver lies outside `/` and the operator's own root: only there
+    does the operator's driver validation find it (facts operators.yaml driverInstallDir). Nothing before the release
+    that has the field (validation refuses that pairing)."""
+    root = cluster.spec.dra_driver.nvidia_driver_root
+    fact = gpu_operator()["driverInstallDir"]
+    if root in ("/", gpu_operator()["driverRoot"]) or op_before(cluster, fact["since"]):
+        return {}
+    head, _, leaf = fact["value"].partition(".")
+    return {head: {leaf: root}}
 
 
 def _nfd_worker_defaults(cluster: ResolvedCluster) -> list[dict[str, Any]]:
@@ -69,7 +81,7 @@ def operator_settings(cluster: ResolvedCluster) -> dict[str, Any]:
     """The ClusterPolicy fields gpuc owns; the same keys serve as Helm values and as a partial ClusterPolicy."""
     facts = gpu_operator()
     has_dra = bool(cluster.dra_pools)
-    has_device_plugin = any(not p.dra for p in cluster.pools)
+    has_device_plugin = any(p.device_plugin for p in cluster.pools)
     cdi: dict[str, Any] = {"enabled": True}
     if op_before(cluster, facts["cdiDefaultUntil"]):
         cdi["default"] = True  # before v25.10, cdi.enabled installs the specs and cdi.default makes the runtime use them
@@ -82,6 +94,7 @@ def operator_settings(cluster: ResolvedCluster) -> dict[str, Any]:
         # the device plugin keeps the CDI device-list strategy the operator gives it (operatorDevicePluginEnv)
         settings["toolkit"] = {"env": _env(facts["toolkitEnv"])}
     settings.update(operand_tolerations(cluster))
+    settings.update(driver_install_dir(cluster))
     if _mig_pools(cluster):
         settings["mig"] = {"strategy": "mixed"}
         settings["migManager"] = {"enabled": True, "config": {"name": facts["migConfigMapName"], "default": "all-disabled"}}
@@ -92,7 +105,7 @@ def mig_parted_config(cluster: ResolvedCluster) -> dict[str, Any]:
     """A mig-parted v1 config holding exactly the configs this cluster's pools are labelled with."""
     configs: dict[str, list[dict[str, Any]]] = {"all-disabled": [{"devices": "all", "mig-enabled": False}]}
     for pool in _mig_pools(cluster):
-        if pool.mig_dynamic:
+        if pool.dynamic_partitions:
             continue  # the MIG Manager stays off dynamic-MIG nodes (pool_labels)
         entry = {"devices": "all", "mig-enabled": True, "mig-devices": dict(pool.mig_layout or ())}
         if pool.mig_config and pool.mig_config.startswith("all-"):
@@ -116,8 +129,13 @@ def pool_labels(cluster: ResolvedCluster) -> dict[str, dict[str, str]]:
             labels[facts["draNodeLabel"]] = "true"
             if cluster.mixed_allocation:
                 labels[facts["devicePluginDeployLabel"]] = "false"
-        if pool.mig_dynamic:  # mig-parted would clear the MIG devices the DRA driver creates for running pods
-            labels[facts["migManagerDeployLabel"]] = "false"
+        elif not pool.device_plugin:  # held back by a staged change: neither plugin runs there
+            labels[facts["devicePluginDeployLabel"]] = "false"
+        if pool.dra and pool.spec.passthrough:  # DCGM holds the GPUs the kubelet plugin must rebind to vfio-pci
+            stack = "gpuCluster" if cluster.spec.gpu_operator.mode == "gpuCluster" else "clusterPolicy"
+            labels.update(dict.fromkeys(facts["passthroughOperandsOff"][stack], "false"))
+        if pool.dynamic_partitions:  # mig-parted would clear the MIG devices the DRA driver creates for running pods, on
+            labels[facts["migManagerDeployLabel"]] = "false"  # every pool whose GPUs the cluster's DynamicMIG gate partitions
         elif uses_mig and cluster.spec.gpu_operator.mode != "gpuCluster":  # no MIG Manager reads the label there
             labels[facts["migConfigLabel"]] = pool.mig_config or "all-disabled"
         labels.update(pool.spec.labels)  # the pool's own (a provider's, say); validation keeps them off gpuc's keys
@@ -140,9 +158,15 @@ def gpu_cluster_values(cluster: ResolvedCluster, driver_values: dict[str, Any]) 
     # comes from the hosts, or from the NVIDIADriver resource the chart then creates.
     facts = gpu_operator()["gpuCluster"]
     driver = facts["operatorDriverValues"] if operator_installs_driver(cluster) else facts["hostDriverValues"]
-    return {"clusterPolicy": {"deployCR": False}, "gpuCluster": {"deployCR": True}, "draDriver": dra,
+    return {"clusterPolicy": {"deployCR": False}, "gpuCluster": {"deployCR": cluster.operator_resource}, "draDriver": dra,
             "hostPaths": {"driverInstallDir": cluster.spec.dra_driver.nvidia_driver_root}, **copy.deepcopy(driver),
             **operand_tolerations(cluster), **nfd_tolerations(cluster)}
+
+
+def held_resource(cluster: ResolvedCluster) -> dict[str, Any]:
+    """A staged change's step that holds the operator's custom resource back: the chart deploys no ClusterPolicy (GPU
+    Operator 26.7+, `clusterPolicy.deployCR`), so it is gone before the GPUCluster that replaces it comes."""
+    return {} if cluster.operator_resource else {"clusterPolicy": {"deployCR": False}}
 
 
 DEVICE_PLUGIN_VALUES = "values/nvidia-device-plugin.yaml"
@@ -175,13 +199,15 @@ def lower_node_config(cluster: ResolvedCluster, driver_values: dict[str, Any]
         releases.append(HelmRelease(
             name=facts["releaseName"], namespace=op.namespace,
             chart=ChartRef(facts["chart"]["name"], facts["chart"]["repository"], op.version or ""),
-            values={**settings, **nfd_tolerations(cluster)}, wave=Wave.CHARTS, component="gpu-operator", origin=ref))
+            values={**settings, **nfd_tolerations(cluster), **held_resource(cluster)}, wave=Wave.CHARTS, component="gpu-operator",
+            origin=ref))
     elif op.mode == "patch":
         objects.append(make_object(
             "nvidia.com/v1", "ClusterPolicy", facts["clusterPolicyName"], wave=Wave.NODE_CONFIG,
             component="node-config", origin=ref, annotations={SYNC_OPTIONS: f"{SSA_PATCH},{MISSING_CRD_OK}", **PATCH_FORCE},
             body={"spec": settings}, patch=True, managed=False,
-            sources={"": ("spec.gpuOperator",), "spec.mig": ("spec.nodePools",), "spec.migManager": ("spec.nodePools",)}))
+            sources={"": ("spec.gpuOperator",), "spec.mig": ("spec.nodePools",), "spec.migManager": ("spec.nodePools",),
+                     "spec.hostPaths": ("spec.draDriver.nvidiaDriverRoot",)}))
     if _mig_pools(cluster):
         text = yaml.safe_dump(mig_parted_config(cluster), sort_keys=False, default_flow_style=False)
         objects.append(make_object(

@@ -15,6 +15,7 @@ import dataclasses
 from ..facts.platform import device_quota
 from ..facts.providers import critical_pods_quota, providers
 from ..validate.resolved import ResolvedCluster
+from .budget_limits import CLAIMS, cluster_budget_limits
 from .graph import HelmRelease, KubeObject, Wave
 from .meta import make_object
 
@@ -43,14 +44,14 @@ def critical_pod_quotas(cluster: ResolvedCluster, releases: list[HelmRelease]) -
     return out
 
 
-def budget_quotas(cluster: ResolvedCluster) -> list[KubeObject]:
-    """Each team budget as the ResourceQuota the API server's quota admission enforces on the namespace's claims."""
+def budget_quotas(cluster: ResolvedCluster, objects: list[KubeObject]) -> list[KubeObject]:
+    """Each team budget as the ResourceQuota the API server's quota admission enforces on the namespace's claims: every
+    class that selects devices of a type the budget caps is in it, those the budget does not list at 0 (budget_limits).
+    `objects`: the cluster's compiled objects so far, its DeviceClasses among them."""
     keys = device_quota()
     out: list[KubeObject] = []
-    for i, budget in enumerate(cluster.spec.budgets):
-        hard = {keys.devices(name): str(n) for name, n in sorted(budget.devices.items())}
-        if budget.claims is not None:
-            hard[keys.claims_key] = str(budget.claims)
+    for i, (budget, limits) in enumerate(cluster_budget_limits(cluster, objects)):
+        hard = {keys.claims_key if limit.key == CLAIMS else keys.devices(limit.key): str(limit.limit) for limit in limits}
         where = f"spec.budgets[{i}]"
         sources = {"": (where,), "spec.hard": (f"{where}.devices", where)}
         out.append(make_object("v1", "ResourceQuota", BUDGET_QUOTA, namespace=budget.namespace, wave=Wave.NODE_CONFIG,

@@ -142,7 +142,7 @@ def gpu_share(plan: WorkloadPlan) -> str | None:
     GPUs are its own. Fractional: its gpu.memory of the smallest serving GPU. A share group: the engine default
     divided among the members in proportion to their sized need, so that together they take what one would."""
     w = plan.workload
-    serving = [m.pool.gpu.memory_bytes for m in plan.matches if m.ok]
+    serving = [m.pool.full_gpu_memory_bytes for m in plan.matches if m.ok]
     if w.spec.model is None or not serving:
         return None
     if w.spec.gpu.fractional and w.spec.gpu.memory is not None:

@@ -17,6 +17,7 @@ from typing import Any
 from ..cel import Quantity, QuantityError
 from ..diagnostics import Diagnostic
 from ..load.state import ClusterState, StateObject, covers
+from ..lower.claims import name_basis
 from ..lower.graph import CompiledCluster
 from ..lower.meta import MANAGED_BY, WORKLOAD
 from .inventory import Inventory
@@ -76,13 +77,14 @@ class Ownership:
         self.templates: dict[str, list[Any]] = {}
         for o in compiled.objects:
             if o.kind == "ResourceClaimTemplate":
-                self.templates.setdefault(o.namespace, []).append(o.manifest["spec"].get("spec", {}))
+                # in one request shape, as the claims read from the cluster are compared (whatever version wrote them)
+                self.templates.setdefault(o.namespace, []).append(name_basis(o.manifest["spec"].get("spec", {})))
         self.workloads: dict[str, list[str]] = {}
         for p in compiled.plan.workloads:
             self.workloads.setdefault(p.namespace, []).append(p.name)
         # (ns, claim or template name) -> the workload that consumes it
         self.consumers = {(ref.namespace, ref.name): key for key, ref in compiled.claims.items()}
-        self.template_specs = {(o.namespace, o.name): o.manifest["spec"].get("spec", {})
+        self.template_specs = {(o.namespace, o.name): name_basis(o.manifest["spec"].get("spec", {}))
                                for o in compiled.objects if o.kind == "ResourceClaimTemplate"}
 
     def running(self, claim: StateObject) -> tuple[str, bool] | None:
@@ -92,7 +94,7 @@ class Ownership:
         if (ns, claim.name) in self.consumers:
             return self.consumers[(ns, claim.name)], True
         for (tns, name), spec in self.template_specs.items():
-            if tns == ns and covers(spec, claim.spec):
+            if tns == ns and covers(spec, name_basis(claim.spec)):
                 return self.consumers.get((ns, name), ""), False
         return None
 
@@ -105,7 +107,7 @@ class Ownership:
             return True
         if POD_CLAIM_ANNOTATION not in (claim.metadata.get("annotations") or {}):
             return False  # written by hand or by another tool: a claim of the same spec is still somebody else's
-        if any(covers(spec, claim.spec) for spec in self.templates.get(ns, [])):
+        if any(covers(spec, name_basis(claim.spec)) for spec in self.templates.get(ns, [])):
             return True  # made from one of gpuc's templates (the template's spec, defaulted by the server)
         # made from a template for a pod of a gpuc workload: a template since changed (its pods are replaced)
         owners = [r.get("name", "") for r in claim.metadata.get("ownerReferences") or [] if r.get("kind") == "Pod"]

@@ -51,7 +51,7 @@ class WorkloadPlan:
     def device_plugin(self) -> bool:
         """Its GPUs come from the device plugin (nvidia.com/gpu limits), only its ComputeDomain channel from DRA."""
         serving = [m for m in self.matches if m.ok]
-        return bool(serving) and all(not m.pool.dra for m in serving)
+        return bool(serving) and all(m.pool.spec.allocation == "devicePlugin" for m in serving)
 
     @property
     def workload(self) -> GpuWorkload:
@@ -186,10 +186,10 @@ def nic_class(plan: WorkloadPlan) -> str | None:
 def _check_channel_only(intent: Intent[GpuWorkload], cluster: ResolvedCluster, serving: list[PoolMatch], findings: Findings) -> None:
     """GPUs on the device plugin with channels through DRA need the DRA driver with GPUs off: one kubelet plugin
     serves a node, so a cluster that also hands out GPUs through DRA cannot run both on its device-plugin nodes."""
-    plugin = [m.pool.name for m in serving if not m.pool.dra]
+    plugin = [m.pool.name for m in serving if m.pool.spec.allocation == "devicePlugin"]
     if not plugin:
         return
-    if any(m.pool.dra for m in serving):
+    if any(m.pool.spec.allocation == "dra" for m in serving):
         findings.add(intent.error(("spec", "gpu"), f"pools {', '.join(m.pool.name for m in serving)} of cluster '{cluster.name}' "
                                   "serve this multi-node workload, some through DRA and some through the device plugin",
                                   "narrow gpu.require to one kind of pool (e.g. productName)"))

@@ -27,8 +27,8 @@ def require_mismatch(pool: ResolvedPool, require: Require | None) -> str:
         return f"architecture is {gpu.architecture}"
     if require.product_name and gpu.product_name != require.product_name:
         return f"productName is '{gpu.product_name}'"
-    if require.min_memory and gpu.memory_bytes < require.min_memory.bytes:
-        return f"memory is {gpu.memory_mib / 1024:.1f}Gi < {require.min_memory}"
+    if require.min_memory and pool.full_gpu_memory_bytes < require.min_memory.bytes:
+        return f"memory is {pool.full_gpu_memory_bytes / 1024**3:.1f}Gi < {require.min_memory}"
     if require.min_compute_capability and _version_key(gpu.compute_capability) < _version_key(require.min_compute_capability):
         return f"compute capability is {gpu.compute_capability}"
     driver = pool.spec.driver_version or host_defaults()["driverVersion"]
@@ -55,7 +55,7 @@ def match_pools(cluster: ResolvedCluster, workload: GpuWorkload, class_require: 
     out = []
     for pool in cluster.pools:
         reason = ""
-        if not pool.dra:
+        if pool.spec.allocation != "dra":  # as the intent allocates it: a pool a step holds back serves later
             # a multi-node NVLink pool on the device plugin still gets its IMEX channels through DRA (the
             # driver with GPUs off and ComputeDomains on): whole GPUs as nvidia.com/gpu, nothing finer
             if not channel_only(pool, gpu):
@@ -65,14 +65,16 @@ def match_pools(cluster: ResolvedCluster, workload: GpuWorkload, class_require: 
             offered = pool.gpu.mig.profiles if pool.gpu.mig else {}
             if missing and not offered:
                 reason = f"{pool.gpu.key} GPUs have no MIG"
-            elif missing and pool.mig_layout is None and not pool.mig_dynamic:
+            elif missing and pool.mig_layout is None and not pool.dynamic_partitions:
                 reason = ("not in MIG mode (set nodePools[].mig to give it MIG devices)" if all(p in offered for p in missing)
                           else f"not in MIG mode, and {pool.gpu.key} GPUs have no MIG {', '.join(p for p in missing if p not in offered)}")
             elif missing:
                 layout = f" in layout {pool.mig_config}" if pool.mig_config else ""
                 reason = f"no MIG {', '.join(missing)}{layout}"
         elif not pool.publishes_full_gpus:
-            reason = "GPUs are in static MIG mode (no full-GPU devices)"
+            reason = ("GPUs are in static MIG mode (no full-GPU devices)" if pool.mig_layout is not None else
+                      f"its {pool.gpu.architecture} GPUs are in MIG mode for dynamic MIG, and driver "
+                      f"{cluster.spec.dra_driver.version} publishes no full GPU of them")
         elif gpu.fabric is not None and cluster.spec.dra_driver.fabric == "none" and not pool.gpu.nvlink_within_node:
             reason = "its GPUs are not NVLink-connected (no NVSwitch)"
         elif gpu.fabric is not None and gpu.fabric.partition_size and gpu.fabric.partition_size > pool.spec.gpu.count:
@@ -80,7 +82,7 @@ def match_pools(cluster: ResolvedCluster, workload: GpuWorkload, class_require: 
         elif (gpu.fabric is not None and cluster.spec.dra_driver.fabric != "none" and gpu.fabric.partition_size
               and gpu.fabric.partition_size not in pool.partitions):
             reason = f"no NVLink partitions of {gpu.fabric.partition_size}"
-        elif gpu.fractional and pool.mig_dynamic:
+        elif gpu.fractional and pool.dynamic_partitions:
             reason = "its GPUs are MIG-partitioned on demand; fractional GPU memory needs whole GPUs the driver shares"
         elif gpu.fractional and gpu.memory is not None and gpu.memory.bytes > pool.gpu.memory_bytes:
             reason = f"memory is {pool.gpu.memory_mib / 1024:.1f}Gi < {gpu.memory}"

@@ -97,7 +97,7 @@ def size_model(model: ModelSpec, matches: list[PoolMatch], requested: int | None
     shape, n = model_need(model)
     need = n["weights"] + n["kv"]
     total = need + sum(other for _, other in shared_with)
-    candidates = tuple(sorted(((m.pool.name, m.pool.gpu.memory_bytes, m.pool.spec.gpu.count) for m in matches if m.ok),
+    candidates = tuple(sorted(((m.pool.name, m.pool.full_gpu_memory_bytes, m.pool.spec.gpu.count) for m in matches if m.ok),
                               key=lambda c: (-c[1], c[0])))
     steps: list[str] = []
     count: int | None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import types
 import typing
 from collections.abc import Callable
@@ -12,7 +13,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..diagnostics import Diagnostic, Findings, did_you_mean, format_path, one_of
+from ..diagnostics import Diagnostic, Findings, did_you_mean, format_path, one_of, tagged
 from ..diagnostics import Path as FieldPath
 from ..load.fleet import FleetFiles
 from ..load.yaml_source import SourceDoc
@@ -46,6 +47,10 @@ class Fleet:
     clusters: dict[str, Intent[Cluster]] = field(default_factory=dict)
     workloads: list[Intent[GpuWorkload]] = field(default_factory=list)
     classes: dict[str, Intent[GpuDeviceClass]] = field(default_factory=dict)
+    # documents that did not become an intent (invalid, or a name defined twice): the rest is still compiled
+    # (validate.partial), and the namespaces their workloads would use are `incomplete` (no rule calls them unused)
+    unvalidated: list[SourceDoc] = field(default_factory=list)
+    incomplete: frozenset[str] = frozenset()
     _by_cluster: dict[str, list[Intent[GpuWorkload]]] | None = field(default=None, repr=False)
     _by_file: dict[str, tuple[list[int], list[Intent[Any]]]] | None = field(default=None, repr=False)
 
@@ -237,9 +242,10 @@ class CheckedDocument:
 def check_document(doc: SourceDoc, allowed: tuple[str, ...], where: str) -> CheckedDocument:
     findings = Findings()
     found, secrets = scan_document(doc)
-    findings.extend(found)
+    findings.extend(tagged(found, "secrets"))
     kind = _header(doc, allowed, where, findings)
     model = _validate(doc, _MODELS[kind], findings) if kind is not None else None
+    findings.tag_since(0, "schema")
     return CheckedDocument(kind, model, findings.all(), secrets)
 
 
@@ -268,8 +274,9 @@ def build_fleet(files: FleetFiles, findings: Findings,
     def register(key: tuple[str, str], doc: SourceDoc) -> bool:
         if key in first_seen:
             other = first_seen[key]
-            findings.add(doc.error(("metadata", "name"), f"duplicate {key[0]} '{key[1]}' (also defined at {other.file}:{other.line_of(('metadata', 'name'))})",
-                                   "names must be unique in the fleet; rename one of them"))
+            where = f"{other.file}:{other.line_of(('metadata', 'name'))}"
+            findings.add(dataclasses.replace(doc.error(("metadata", "name"), f"duplicate {key[0]} '{key[1]}' (also defined at {where})",
+                                                       "names must be unique in the fleet; rename one of them"), rule="names"))
             return False
         first_seen[key] = doc
         return True
@@ -283,17 +290,19 @@ def build_fleet(files: FleetFiles, findings: Findings,
         return result
 
     for doc in files.clusters:
-        if (c := checked(doc, ("Cluster",), "clusters/").model) is not None:
-            if register(("Cluster", c.metadata.name), doc):
-                fleet.clusters[c.metadata.name] = Intent(c, doc)
+        if (c := checked(doc, ("Cluster",), "clusters/").model) is not None and register(("Cluster", c.metadata.name), doc):
+            fleet.clusters[c.metadata.name] = Intent(c, doc)
+        else:
+            fleet.unvalidated.append(doc)
     for doc in files.workloads:
         result = checked(doc, WORKLOAD_KINDS, "workloads/")
-        if result.kind == "GpuWorkload" and (w := result.model) is not None:
-            if register(("GpuWorkload", f"{w.metadata.namespace}/{w.metadata.name}"), doc):
-                fleet.workloads.append(Intent(w, doc))
-        elif result.kind == "GpuDeviceClass" and (k := result.model) is not None:
-            if register(("GpuDeviceClass", k.metadata.name), doc):
-                fleet.classes[k.metadata.name] = Intent(k, doc)
+        if result.kind == "GpuWorkload" and (w := result.model) is not None \
+                and register(("GpuWorkload", f"{w.metadata.namespace}/{w.metadata.name}"), doc):
+            fleet.workloads.append(Intent(w, doc))
+        elif result.kind == "GpuDeviceClass" and (k := result.model) is not None and register(("GpuDeviceClass", k.metadata.name), doc):
+            fleet.classes[k.metadata.name] = Intent(k, doc)
+        else:
+            fleet.unvalidated.append(doc)
     findings.redact(secrets)
     fleet.clusters = dict(sorted(fleet.clusters.items()))
     fleet.classes = dict(sorted(fleet.classes.items()))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..facts.driver import DriverLine, capability, gates_on
+from ..facts.driver import DriverLine, capability_gates, gates_on
 from .intents import GpuWorkload
 from .resolved import ResolvedCluster
 
@@ -57,7 +57,7 @@ def derived_gates(line: DriverLine, features: ClusterFeatures, fabric_flavour: s
     known = gates_on(line)
     out = {}
     for cap in features.capabilities(fabric_flavour):
-        gate = capability(cap)["gate"]
-        if gate in known:
-            out[gate] = True
+        for gate in capability_gates(cap):
+            if gate in known:
+                out[gate] = True
     return dict(sorted(out.items()))

@@ -131,7 +131,8 @@ class NodePool(Model):
                           "the machine, not the GPU model, so gpuc assumes none")
     passthrough: bool = Field(
         False, description="the pool's GPUs go to VMs through vfio-pci (KubeVirt-style): the driver's PassthroughSupport gate "
-                           "(25.12+) publishes them as vfio.gpu.nvidia.com devices, and only gpu.passthrough workloads may use them")
+                           "(0.4+, with DeviceMetadata) publishes them as vfio.gpu.nvidia.com devices, and only gpu.passthrough "
+                           "workloads may use them")
 
 
 class Destination(Model):
@@ -182,7 +183,7 @@ class Charts(Model):
 
 
 AckCode = Literal["unchecked-crds", "driver-fork", "helm-capabilities", "dra-beta", "mig-mode", "unknown-release", "driver-upgrade",
-                  "device-plugin-off"]
+                  "device-plugin-off", "unused-budget"]
 
 
 class Acknowledgement(Model):
@@ -192,12 +193,16 @@ class Acknowledgement(Model):
                                          "to check them against), driver-fork (a driver feature only a fork ships), "
                                          "helm-capabilities (the Helm that renders the driver chart is older than 3.19), dra-beta (DRA "
                                          "and its beta API turned on in a 1.32/1.33 cluster), mig-mode (MIG mode enabled outside the "
-                                         "MIG Manager on dynamic-MIG pools), "
+                                         "MIG Manager on dynamic-MIG pools of Ampere GPUs), "
                                          "unknown-release (a DRA driver or GPU Operator version newer than gpuc's facts), "
                                          "driver-upgrade (GPU driver upgrades by the operator while the DRA kubelet plugin runs), "
                                          "device-plugin-off (gpuOperator.mode none: the team keeps the other install's device "
-                                         "plugin off the DRA pools)")
+                                         "plugin off the DRA pools), "
+                                         "unused-budget (a budget on a namespace where no workload of this fleet runs: the "
+                                         "team's own pods claim there)")
     kinds: list[str] | None = Field(None, description="unchecked-crds only: the kinds accepted unchecked (default: every kind)")
+    namespaces: list[str] | None = Field(None, description="unused-budget only: the budgeted namespaces accepted without a "
+                                                           "workload of this fleet (default: every budgeted namespace)")
     reason: str = Field(min_length=1, description="why it is accepted, for the reviewer who reads this file next")
 
 
@@ -212,13 +217,51 @@ class Budget(Model):
     devices: dict[DnsSubdomain, Annotated[int, Field(ge=0, le=1_000_000)]] = Field(
         default_factory=dict, description="per DeviceClass (gpu.nvidia.com, mig.nvidia.com, a GpuDeviceClass of this fleet): the devices "
                                           "the namespace's claims may request; a MIG slice is one device of mig.nvidia.com, a "
-                                          "shared GPU counts once per claim")
+                                          "shared GPU counts once per claim; every other class that selects devices of a type "
+                                          "listed here (a whole GPU, a MIG slice) is held at 0, so no class name escapes the budget")
     claims: int | None = Field(None, ge=0, le=1_000_000, description="ResourceClaims the namespace may hold (every class)")
 
     @model_validator(mode="after")
     def _something(self) -> Budget:
         if not self.devices and self.claims is None:
             raise ValueError("a budget limits something: give devices (per DeviceClass), claims, or both")
+        return self
+
+
+class TransitionPool(Model):
+    allocation: Literal["dra", "devicePlugin", "none"] = Field(
+        description="who serves the pool's GPUs during this step: dra, devicePlugin, or none (neither: the pool is being "
+                    "handed from one to the other, and no new pod gets its GPUs until a later step)")
+
+
+class TransitionDriver(Model):
+    installed: bool = Field(description="false: no DRA driver release during this step (the previous one is removed before "
+                                        "the next is installed, so two kubelet plugins never serve one node)")
+
+
+class TransitionOperator(Model):
+    custom_resource: Literal["none"] = Field(
+        description="none: the GPU Operator chart deploys neither its ClusterPolicy nor its GPUCluster during this step "
+                    "(the two cannot coexist, so one is gone before the other comes)")
+
+
+class Transition(Model):
+    """One step of a staged change that cannot be applied as one safe commit (`gpuc upgrade` writes it; the last step
+    removes it). Only what differs from the rest of the intent during the step is here; everything else is the intent
+    as written."""
+
+    step: int = Field(ge=1, description="this step's number")
+    steps: int = Field(ge=2, description="how many steps the change takes (the last one is the intent without transition)")
+    change: str = Field(min_length=1, description="what the steps do, for the reviewer (gpuc upgrade writes it)")
+    dra_driver: TransitionDriver | None = Field(None, description="hold the DRA driver release back during this step")
+    gpu_operator: TransitionOperator | None = Field(None, description="hold the GPU Operator's custom resource back during this step")
+    node_pools: dict[DnsLabel, TransitionPool] = Field(default_factory=dict, description="per node pool name: its allocation "
+                                                                                     "during this step")
+
+    @model_validator(mode="after")
+    def _before_last(self) -> Transition:
+        if self.step >= self.steps:
+            raise ValueError(f"step {self.step} of {self.steps}: the last step is the intent without spec.transition; remove it")
         return self
 
 
@@ -240,6 +283,8 @@ class ClusterSpec(Model):
     acknowledge: list[Acknowledgement] = Field(default_factory=list, description="warnings accepted for this cluster, each with its reason")
     budgets: list[Budget] = Field(default_factory=list, description="per team namespace: the GPUs its claims may take (a ResourceQuota "
                                                                   "the API server enforces, checked by plan and render first)")
+    transition: Transition | None = Field(None, description="a step of a staged change (`gpuc upgrade`): what is held back "
+                                                              "during it; removed in the last step")
 
     @field_validator("kubernetes_version", mode="before")
     @classmethod
@@ -249,8 +294,9 @@ class ClusterSpec(Model):
             raise ValueError(f"write the version as a string, \"{text}\": YAML reads {text} as the number {v}")
         return v
 
-    def acknowledged(self, code: str, kind: str | None = None) -> bool:
-        return any(a.warning == code and (kind is None or a.kinds is None or kind in a.kinds) for a in self.acknowledge)
+    def acknowledged(self, code: str, kind: str | None = None, namespace: str | None = None) -> bool:
+        return any(a.warning == code and (kind is None or a.kinds is None or kind in a.kinds)
+                   and (namespace is None or a.namespaces is None or namespace in a.namespaces) for a in self.acknowledge)
 
 
 class Cluster(Model):
@@ -370,8 +416,9 @@ class GpuRequest(Model):
                     "each GPU gets a request pair of its own (gpu-<i>, nic-<i>) aligned by matchAttribute; the serving pools "
                     "declare the NICs in nodePools[].nics")
     passthrough: bool = Field(
-        False, description="whole GPUs for a VM (KubeVirt-style): a request on vfio.gpu.nvidia.com with a VfioDeviceConfig, "
-                           "served by pools with passthrough: true (driver 25.12+, gate PassthroughSupport)")
+        False, description="whole GPUs for a VM (KubeVirt-style): a request on vfio.gpu.nvidia.com with a VfioDeviceConfig that "
+                           "gives virt-launcher /dev/vfio/vfio, served by pools with passthrough: true (driver 0.4+, gates "
+                           "PassthroughSupport and DeviceMetadata)")
     admin_access: bool = Field(
         False, description="management access (monitoring, health checks): the claim sees GPUs other claims hold, without "
                             "allocating them (request adminAccess; every matching GPU of a node unless count is set); gpuc labels "

@@ -8,13 +8,13 @@ import dataclasses
 from pathlib import Path
 
 from ..diagnostics import Findings, did_you_mean, one_of
-from ..facts import catalog
+from ..facts import VersionError, catalog
 from ..facts.catalog import GpuModel
-from ..facts.driver import capability, gates, parse_driver_version
+from ..facts.driver import DriverLine, capability, dynamic_mig, gates, gates_on, parse_driver_version
 from ..facts.mig import fit_mix
 from ..facts.platform import dra_gate_note, dra_gates, parse_kubernetes_version
 from .documents import Fleet, Intent
-from .intents import Cluster, NodePool
+from .intents import Cluster, ClusterSpec, NodePool
 from .resolved import ResolvedCluster, ResolvedPool
 
 
@@ -66,13 +66,13 @@ def resolve_cluster(intent: Intent[Cluster], findings: Findings, extra_models: d
     ok = True
     try:
         api = parse_kubernetes_version(spec.kubernetes_version)
-    except ValueError as exc:
-        findings.add(intent.error(("spec", "kubernetesVersion"), str(exc)))
+    except VersionError as exc:
+        findings.add(intent.error(("spec", "kubernetesVersion"), str(exc), exc.hint))
         ok = False
     try:
         line = parse_driver_version(spec.dra_driver.version)
-    except ValueError as exc:
-        findings.add(intent.error(("spec", "draDriver", "version"), str(exc)))
+    except VersionError as exc:
+        findings.add(intent.error(("spec", "draDriver", "version"), str(exc), exc.hint))
         ok = False
     if spec.dra_driver.namespace == "default":
         findings.add(intent.error(("spec", "draDriver", "namespace"), "the DRA driver chart refuses to install into 'default'",
@@ -119,6 +119,9 @@ def resolve_cluster(intent: Intent[Cluster], findings: Findings, extra_models: d
                                  "run a driver image built from that branch, or use 'partitionAttributes' on driver 0.5+; if the "
                                  "cluster runs the fork, say so: spec.acknowledge: [{warning: driver-fork, reason: ...}]")
         findings.add(dataclasses.replace(warning, code="driver-fork"))
+    dynamic = ok and dynamic_mig_gate(spec, line, pools)
+    if dynamic:
+        pools = [_partitioned(p, line) for p in pools]
     devices = sum(p.devices for p in pools)
     if devices > MAX_DEVICES:
         largest = max(pools, key=lambda p: p.devices)
@@ -130,7 +133,47 @@ def resolve_cluster(intent: Intent[Cluster], findings: Findings, extra_models: d
         ok = False
     if not ok:
         return None
-    return ResolvedCluster(intent, api, line, tuple(pools), provider=spec.provider)
+    step = spec.transition
+    if step is not None:
+        _check_transition(intent, step, {p.name for p in spec.node_pools}, findings)
+    return ResolvedCluster(intent, api, line, tuple(pools), provider=spec.provider, dynamic_mig=dynamic,
+                           driver_installed=not (step and step.dra_driver and not step.dra_driver.installed),
+                           operator_resource=not (step and step.gpu_operator))
+
+
+def _check_transition(intent: Intent[Cluster], step, pools: set[str], findings: Findings) -> None:
+    """A step names pools the cluster has and holds back only what the cluster deploys."""
+    for name in step.node_pools:
+        if name not in pools:
+            findings.add(intent.error(("spec", "transition", "nodePools", name), f"no node pool '{name}' in this cluster",
+                                      did_you_mean(name, pools) or f"pools: {', '.join(sorted(pools))}"))
+    if step.gpu_operator and intent.model.spec.gpu_operator.mode not in ("helm", "gpuCluster"):
+        findings.add(intent.error(("spec", "transition", "gpuOperator"),
+                                  f"gpuOperator.mode {intent.model.spec.gpu_operator.mode} deploys no GPU Operator chart whose "
+                                  "custom resource a step could hold back", "remove spec.transition.gpuOperator"))
+
+
+def dynamic_mig_gate(spec: ClusterSpec, line: DriverLine, pools: list[ResolvedPool]) -> bool:
+    """Whether the driver runs with gate DynamicMIG: draDriver.values say so, or a DRA pool asks for dynamic MIG (gpuc
+    derives the gate then). One gate for the whole driver: every kubelet plugin of the cluster runs with it."""
+    gate = capability("DynamicMIG")["gate"]
+    if gate not in gates_on(line):
+        return False
+    user = spec.dra_driver.values.get("featureGates")
+    value = user.get(gate) if isinstance(user, dict) else None
+    if isinstance(value, bool):
+        return value
+    return any(p.mig_dynamic and p.dra for p in pools)
+
+
+def _partitioned(pool: ResolvedPool, line: DriverLine) -> ResolvedPool:
+    """A DRA pool as the driver publishes it with DynamicMIG on (facts dynamicMig): MIG-capable GPUs of lines that
+    partition every GPU, or of architectures that toggle MIG mode themselves, or in MIG mode when the plugin starts
+    (a pool that asks for dynamic MIG has it on; another is left off by the MIG Manager's all-disabled)."""
+    if not pool.dra or pool.gpu.mig is None or pool.mig_layout is not None:
+        return pool  # static MIG beside the gate is refused (rules.operators), GPUs without MIG are left alone (or refused)
+    partitions, full = dynamic_mig().partitions(line, pool.gpu.architecture, mig_mode_on=pool.mig_dynamic)
+    return dataclasses.replace(pool, dynamic_partitions=partitions, dynamic_full_gpu=full)
 
 
 def _resolve_pool(intent, pool, index, line, api, findings, extra_models: dict[str, GpuModel]) -> ResolvedPool | None:
@@ -203,7 +246,8 @@ def _resolve_pool(intent, pool, index, line, api, findings, extra_models: dict[s
             # it out (or back) does not repartition the GPUs
             same = sorted(name for name, named_mix in gpu.named_layouts().items() if dict(named_mix) == mix)
             layout, config = tuple(sorted(mix.items())), same[0] if same else f"gpuc-{pool.name}"
-    return ResolvedPool(pool, index, gpu, layout, dynamic, config)
+    held = intent.model.spec.transition.node_pools.get(pool.name) if intent.model.spec.transition else None
+    return ResolvedPool(pool, index, gpu, layout, dynamic, config, allocation=held.allocation if held else pool.allocation)
 
 
 def _mix_text(mix: dict[str, int]) -> str:

@@ -101,7 +101,7 @@ def redact_known(text: str) -> str:
 
 
 def redacted(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
-    return [Diagnostic(d.file, d.line, redact_known(d.path), redact_known(d.message), redact_known(d.hint), d.severity, d.code)
+    return [Diagnostic(d.file, d.line, redact_known(d.path), redact_known(d.message), redact_known(d.hint), d.severity, d.code, d.rule)
             for d in diagnostics]
 
 

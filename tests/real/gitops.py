@@ -30,7 +30,7 @@ from harness.kube import Kube
 from harness.kubelet import KubeletStandIn, add_node
 from harness.servers import server_for
 
-from conftest import EXAMPLES, REFERENCE
+from conftest import EXAMPLES, REFERENCE, writable_copy
 
 CHARTS = REFERENCE.parent / "upstream" / "charts"  # ../shared/upstream/charts: the real charts at their tags
 Obj = dict[str, Any]
@@ -65,7 +65,7 @@ def place_chart(src: Path, dest: Path) -> None:
     folder lacks; the packaged chart `helm pull` unpacks carries them in charts/. Here they are dropped from
     Chart.yaml instead, which renders the same objects (Helm leaves out disabled subcharts); without either, Argo
     CD's repo server would run `helm dependency build` against the internet."""
-    shutil.copytree(src, dest, copy_function=shutil.copyfile)  # shared/ is read-only in CI: the copy is ours
+    writable_copy(src, dest)  # shared/ is read-only: the copy is ours
     meta = dest / "Chart.yaml"
     chart = yaml.safe_load(meta.read_text())
     missing = [d for d in chart.get("dependencies") or [] if not (dest / "charts" / d["name"]).is_dir()]

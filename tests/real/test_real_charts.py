@@ -49,12 +49,11 @@ from harness import controlplane, helm
 from harness.helm import HelmFailed
 from harness.servers import server_for
 
-from conftest import EXAMPLES, REPO, cluster_doc, gpuc
+from conftest import EXAMPLES, SHARED, cluster_doc, gpuc, writable_copy
 
 Doc = dict[str, Any]
 
-UPSTREAM = next((p / "shared" / "upstream" for p in REPO.parents if (p / "shared" / "upstream").is_dir()),
-                REPO.parent / "shared" / "upstream")
+UPSTREAM = SHARED / "upstream"
 CHARTS = UPSTREAM / "charts"
 DEV_CHART = "dra-driver-nvidia-gpu-0.5.0-dev"  # stands in for 0.5.0 and 0.5.1 (no 0.5.x tag exists)
 NIM_WITH_DEPS = "k8s-nim-operator-3.1.2"
@@ -97,7 +96,7 @@ def chart_dir(chart: str, version: str, tmp: Path) -> Path:
 def without_dependencies(folder: Path, tmp: Path) -> Path:
     copy_dir = tmp / "charts-without-dependencies" / folder.name
     if not copy_dir.is_dir():
-        shutil.copytree(folder, copy_dir)
+        writable_copy(folder, copy_dir)
         meta = yaml.safe_load((copy_dir / "Chart.yaml").read_text())
         values = yaml.safe_load((copy_dir / "values.yaml").read_text())
         for dep in meta.pop("dependencies"):
@@ -594,7 +593,7 @@ def test_nim_operator_312_dependencies(tmp_path: Path) -> None:
     stripped = helm.render(chart_dir("k8s-nim-operator", "3.1.2", tmp_path), release="nim-operator",
                            namespace="nim-operator", kube_version="1.34", api_versions=helm.api_versions("1.34"))
     stubbed = tmp_path / "stubbed" / folder.name
-    shutil.copytree(folder, stubbed)
+    writable_copy(folder, stubbed)
     for dep in yaml.safe_load((folder / "Chart.yaml").read_text())["dependencies"]:
         sub = stubbed / "charts" / dep["name"]
         (sub / "templates").mkdir(parents=True)

@@ -42,11 +42,11 @@ from harness import components, controlplane, operators, servers
 from harness.controlplane import ControlPlane
 from harness.kube import Kube, Rejection
 
-from conftest import EXAMPLES, REPO
+from conftest import EXAMPLES, SHARED
 
 Obj = dict[str, Any]
 
-UPSTREAM = next((p / "shared" / "upstream" for p in REPO.parents if (p / "shared" / "upstream").is_dir()), REPO.parent / "shared" / "upstream")
+UPSTREAM = SHARED / "upstream"
 CHARTS = UPSTREAM / "charts"
 NAMESPACE = operators.GPU_OPERATOR_NAMESPACE
 

@@ -148,6 +148,11 @@ def slice_pools(ctx: StatusContext) -> None:
     dra = {p.name for p in ctx.compiled.cluster.dra_pools}
     if not dra:
         return
+    step = ctx.compiled.cluster.transition
+    if step is not None and not ctx.compiled.cluster.driver_runs:
+        ctx.add("resource-slices", "ok", f"no DRA driver runs during step {step.step} of {step.steps} ({step.change}): the DRA pools "
+                "publish nothing until a later step installs it")
+        return
     if not ctx.state.has(RESOURCE, "ResourceSlice"):
         ctx.skip("resource-slices", "ResourceSlices")
         return
@@ -166,7 +171,7 @@ def slice_pools(ctx: StatusContext) -> None:
                     "one kubelet plugin per node publishes one pool named after the node: look for a second DRA driver "
                     "install (`helm list -A`)", slices[1])
         mates = ctx.compiled.cluster.node_mates(pool)  # the pools on this node, one per GPU model
-        if all(p.mig_layout is None and not p.mig_dynamic for p in mates):
+        if all(p.mig_layout is None and not p.dynamic_partitions for p in mates):
             gpus = sum(1 for s in slices for d in s.spec.get("devices") or []
                        if ((d.get("attributes") or {}).get("type") or {}).get("string") == "gpu")
             declared = sum(p.spec.gpu.count for p in mates)

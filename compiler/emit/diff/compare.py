@@ -17,10 +17,14 @@ from ...diagnostics import Diagnostic
 from ...facts.driver import kubelet_plugin_daemonset
 from ...facts.platform import gpu_operator
 from ...load.yaml_source import SourceDoc
+from ...lower.claims import name_basis
 from ...lower.graph import CompiledCluster, HelmRelease, KubeObject
 from ...place import AllocationPlan
+from ..upgrade.hazards import hazards
+from ..upgrade.shape import busy_pools, shape_of
 from .cost import ClusterCost, cluster_cost
 from .fields import FieldChange, diff_values, touches
+from .leftovers import orphaned, pruned
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,9 @@ class ClusterDiff:
     plans: tuple[AllocationPlan | None, AllocationPlan | None] = (None, None)  # before and after, when that side was placed
     cost: ClusterCost | None = None  # GPUs per pool before and after, fit, headroom, budgets, nodes to add
     source: SourceDoc | None = None  # the head's Cluster intent, where findings about the cluster point
+    staged: list[str] = field(default_factory=list)  # why one commit cannot take the change (gpuc upgrade plans its steps)
+    prunes: list[str] = field(default_factory=list)  # what the sync deletes
+    orphans: list[str] = field(default_factory=list)  # what nothing deletes, and how to
 
     @property
     def changed(self) -> bool:
@@ -93,6 +100,11 @@ class ClusterDiff:
         pods that cannot be placed hold nothing (`infeasible` gates those)."""
         before, after = self.occupied
         return after is not None and after > (before or 0)
+
+    @property
+    def over_budget(self) -> bool:
+        """The head takes a namespace over a limit of its team budget."""
+        return self.cost is not None and any(b.over for b in self.cost.budgets)
 
     def all_problems(self) -> list[Diagnostic]:
         """Compile findings, refused output, then one per pod the allocator cannot place."""
@@ -121,8 +133,12 @@ class FleetDiff:
             out.add("gpu-increase")
         if any(c.feasible[1] is False or c.rejected for c in self.clusters):
             out.add("infeasible")
+        if any(c.over_budget for c in self.clusters):
+            out.add("budget")
         if any(c.status == "removed" for c in self.clusters):
             out.add("cluster-removed")
+        if any(c.staged for c in self.clusters):
+            out.add("staged")
         return out
 
     def why(self, condition: str) -> str:
@@ -140,8 +156,14 @@ class FleetDiff:
             return f"more GPUs held on {named([c for c in self.clusters if c.gpu_increase])}"
         if condition == "infeasible":
             return f"{named([c for c in self.clusters if c.feasible[1] is False or c.rejected])} would not render"
+        if condition == "budget":
+            hit = [c for c in self.clusters if c.over_budget]
+            teams = sorted({f"{b.namespace} on {c.name}" for c in hit for b in c.cost.budgets if b.over})  # type: ignore[union-attr]
+            return f"a team over its budget: {', '.join(teams[:5])}" + (f" and {len(teams) - 5} more" if len(teams) > 5 else "")
         if condition == "cluster-removed":
             return f"{named([c for c in self.clusters if c.status == 'removed'])} removed"
+        if condition == "staged":
+            return f"{named([c for c in self.clusters if c.staged])} cannot take the change as one commit (gpuc upgrade plans the steps)"
         return condition
 
 
@@ -265,9 +287,16 @@ def _compare_operator_mode(old: CompiledCluster | None, new: CompiledCluster | N
 
 
 def _comparable(manifest: dict[str, Any]) -> dict[str, Any]:
-    """Everything but the name: a renamed object is compared on its content."""
+    """Everything but the name: a renamed object is compared on its content. A claim's spec is compared in one request
+    shape whatever resource.k8s.io version writes it: the API server stores one object, so a claim written as v1beta1
+    before an upgrade and as v1beta2 after is the same claim, updated (its apiVersion), not replaced."""
     meta = {k: v for k, v in manifest.get("metadata", {}).items() if k != "name"}
-    return {**manifest, "metadata": meta}
+    out = {**manifest, "metadata": meta}
+    if manifest.get("kind") == "ResourceClaim" and isinstance(manifest.get("spec"), dict):
+        out["spec"] = name_basis(manifest["spec"])
+    elif manifest.get("kind") == "ResourceClaimTemplate" and isinstance((manifest.get("spec") or {}).get("spec"), dict):
+        out["spec"] = {**manifest["spec"], "spec": name_basis(manifest["spec"]["spec"])}
+    return out
 
 
 def _compare_releases(old: CompiledCluster | None, new: CompiledCluster | None, out: ClusterDiff) -> None:
@@ -367,6 +396,10 @@ def compare(base: CompiledFleet | None, head: CompiledFleet, base_ref: str, base
             _compare_releases(old, new, diff)
             _compare_mig_config(old, new, diff)
             _compare_operator_mode(old, new, diff)
+            if old is not None and new is not None:
+                was_shape = shape_of(old)
+                diff.staged = [h.message for h in hazards(was_shape, shape_of(new), busy_pools(was_shape, diff.plans[0]))]
+                diff.prunes, diff.orphans = pruned(old, new), orphaned(old, new)
         # a side that does not compile has no known demand; a side that does not exist has none
         default = (None if compiles[0] is False else 0, None if compiles[1] is False else 0)
         diff.gpus = _pairs(gpu_demand(old) if old else {}, gpu_demand(new) if new else {}, default)

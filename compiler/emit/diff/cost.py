@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...check.budgets import CLAIMS, namespace_charges
+from ...check.budgets import CLAIMS, budget_use, namespace_charges
 from ...lower.graph import CompiledCluster
 from ...place.allocator import AllocationPlan, cluster_pods
 from ...place.headroom import Addition
@@ -41,6 +41,7 @@ class BudgetTouch:
     before: int | None
     after: int
     limit: int
+    covers: str = ""  # a class the budget does not list, held at 0 beside this listed one (lower.budget_limits)
 
     @property
     def over(self) -> bool:
@@ -48,7 +49,8 @@ class BudgetTouch:
 
     def as_dict(self) -> dict[str, Any]:
         return {"namespace": self.namespace, "limit": ("claims" if self.key == CLAIMS else self.key),
-                "before": self.before, "after": self.after, "budget": self.limit, "over": self.over}
+                "before": self.before, "after": self.after, "budget": self.limit, "over": self.over,
+                **({"notListed": {"sameDevicesAs": self.covers}} if self.covers else {})}
 
 
 @dataclass
@@ -73,18 +75,16 @@ def _by_pool(plan: AllocationPlan | None) -> dict[str, Any]:
 
 
 def _budgets(old: CompiledCluster | None, new: CompiledCluster | None) -> list[BudgetTouch]:
+    """The head's budget limits (check.budgets.budget_use) that the change moves or that the head goes over."""
     if new is None or not new.cluster.spec.budgets:
         return []
     before = namespace_charges(cluster_pods(old)) if old is not None else {}
-    after = namespace_charges(cluster_pods(new))
     out = []
-    for budget in new.cluster.spec.budgets:
-        limits = ([(CLAIMS, budget.claims)] if budget.claims is not None else []) + sorted(budget.devices.items())
-        for key, limit in limits:
-            was = before[budget.namespace].total.get(key, 0) if budget.namespace in before else (0 if old is not None else None)
-            now = after[budget.namespace].total.get(key, 0) if budget.namespace in after else 0
-            if was != now or now > limit:
-                out.append(BudgetTouch(budget.namespace, key, was, now, limit))
+    for use in budget_use(new):
+        charge = before.get(use.namespace)
+        was = (charge.total.get(use.limit.key, 0) if charge is not None else 0) if old is not None else None
+        if was != use.used or use.over:
+            out.append(BudgetTouch(use.namespace, use.limit.key, was, use.used, use.limit.limit, use.limit.covers))
     return out
 
 

@@ -119,12 +119,40 @@ def _releases(c: ClusterDiff) -> str:
     return "<br>".join(parts) or "-"
 
 
-def _feasible(flag: bool | None, compiles: bool = True, refused: bool = False) -> str:
+def _feasible(flag: bool | None, compiles: bool = True) -> str:
     if not compiles:
         return "**does not compile**"
-    if refused:
-        return "**output refused**"
     return {True: "fits", False: "**does not fit**", None: "-"}[flag]
+
+
+def _is_budget(d: Diagnostic) -> bool:
+    return d.path.startswith("spec.budgets")
+
+
+def verdict(c: ClusterDiff) -> tuple[bool, list[str]]:
+    """One verdict on the head of a cluster, counting everything `gpuc render` counts: (whether it applies as it is,
+    the reasons: every pod fits, every team stays within its budget, the checks accept the output; or why not)."""
+    plan, cost = c.plans[1], c.cost
+    if c.status == "removed":
+        return True, ["removed"]
+    if c.problems:  # sizing found no pool for a workload: nothing to place it on
+        return False, [f"**does not fit** ({len(c.problems)} workload finding(s) below)"]
+    reasons = []
+    if c.feasible[1] is False:
+        reasons.append("**does not fit**" + (f": add {additions_text(cost.add)}" if cost is not None and cost.add else ""))
+    over = [b for b in cost.budgets if b.over] if cost is not None else []
+    if over:
+        reasons.append("**over budget**: " + "; ".join(f"`{b.namespace}` {_limit(b)} {b.after} of {b.limit}" for b in over))
+    refused = [d for d in c.rejected if not _is_budget(d)]
+    if refused:
+        reasons.append(f"**output refused**: {len(refused)} finding(s)")
+    if reasons:
+        return False, reasons
+    return True, ["fits and within budgets" if plan is not None and plan.budgets else "fits"]
+
+
+def _verdict_cell(c: ClusterDiff, base_compiles: bool) -> str:
+    return f"{_feasible(c.feasible[0], base_compiles)} -> {'; '.join(verdict(c)[1]) if c.status != 'removed' else '-'}"
 
 
 def _problem(d) -> str:
@@ -149,22 +177,30 @@ def _summary(diff: FleetDiff, changed: list[ClusterDiff]) -> list[str]:
                   "an unknown before.", ""]
         lines += _capped([f"- {_problem(d)}" for d in diff.base_problems]) + [""]
     lines += ["| cluster | status | cluster intent (GPUs offered) | workloads | objects | Helm releases | devices requested "
-              "| feasibility | replacements |", "|---|---|---|---|---|---|---|---|---|"]
+              "| verdict (fits before -> after) | replacements |", "|---|---|---|---|---|---|---|---|---|"]
     rows = [f"| {c.name} | {c.status} | {_intent(c)} | {_counts(c.workloads, ('added', 'changed', 'removed'))} | "
             f"{_counts(c.objects, ('added', 'changed', 'replaced', 'removed'))} | {_releases(c)} | {_moved(c.gpus)} | "
-            f"{_feasible(c.feasible[0], not diff.base_problems)} -> {_feasible(c.feasible[1], refused=bool(c.rejected))} | "
+            f"{_verdict_cell(c, not diff.base_problems)} | "
             f"{len(c.replacements) or '-'} |"
             for c in changed]
     lines += rows[:MAX_ROWS]
     if len(rows) > MAX_ROWS:
         lines += ["", _more(len(rows) - MAX_ROWS)[2:]]
-    blocked = [line for c in changed if c.feasible[1] is False or c.rejected for line in _capped(_blocked(c), MAX_PER_CLUSTER)]
+    blocked = [line for c in changed if not verdict(c)[0] for line in _capped(_blocked(c), MAX_PER_CLUSTER)]
     if blocked:
         lines += ["", "### Does not fit or would be refused (`gpuc render` refuses these clusters)"] + blocked
     replacements = [line for c in changed
                     for line in _capped([f"- **{c.name}** `{r.object}`: {r.effect}" for r in c.replacements], MAX_PER_CLUSTER)]
     if replacements:
         lines += ["", "### Replacements and disruptions (not updated in place)"] + replacements
+    staged = [line for c in changed for line in _capped([f"- **{c.name}**: {why}" for why in c.staged], MAX_PER_CLUSTER)]
+    if staged:
+        lines += ["", "### Not safe as one commit: stage it", "",
+                  f"A running cluster cannot take this change in one sync. `gpuc upgrade FLEET --base {diff.base} -o upgrade` "
+                  "writes the steps (one commit each, with what to check before and after each):", ""] + staged
+    left = [line for c in changed for line in _capped([f"- **{c.name}**: {o}" for o in c.orphans], MAX_PER_CLUSTER)]
+    if left:
+        lines += ["", "### Left behind after the sync (nothing deletes these)"] + left
     return lines
 
 
@@ -180,38 +216,40 @@ def _delta(pair) -> str:
     return f"{_n(before)} -> {_n(after)}{sign}"
 
 
+def _limit(b) -> str:
+    return "ResourceClaims" if b.key == CLAIMS else f"{b.key} devices"
+
+
 def budget_text(b) -> str:
-    what = "ResourceClaims" if b.key == CLAIMS else f"{b.key} devices"
     state = f"over by {b.after - b.limit}" if b.over else f"{b.limit - b.after} left"
-    return f"namespace `{b.namespace}`: {what} {_n(b.before)} -> {b.after} of {b.limit} ({state})"
+    held = f" (not listed: held at 0 beside {b.covers})" if b.covers else ""
+    return f"namespace `{b.namespace}`: {_limit(b)} {_n(b.before)} -> {b.after} of {b.limit}{held} ({state})"
 
 
 def cost_lines(changed: list[ClusterDiff]) -> list[str]:
-    """The cost table at the top: per cluster and pool what the change takes, whether it fits, what is left, the
-    budgets it moves, and what to add when it no longer fits."""
+    """The cost table at the top: per cluster and pool what the change takes and what is left; then one verdict per
+    cluster (fits and within budgets, or not and why), the budgets it moves, and what to add when it no longer fits."""
     rows, notes = [], []
     for c in changed:
         cost = c.cost
         if cost is None:
             continue
-        fits = "yes" if cost.fits else "**no**" if cost.fits is False else "-"
-        for p in cost.pools:
-            if p.changed or cost.fits is False:
-                unit = "MIG slices" if p.mig else "devices"
-                rows.append(f"| {c.name} | {p.pool} | {_delta(p.gpus)} | {_delta(p.devices)} {unit} | {_n(p.free)} | {fits} |")
-        if cost.add:
-            notes.append(f"- **{c.name}** does not fit: add {additions_text(cost.add)}")
+        ok, reasons = verdict(c)
+        rows += [f"| {c.name} | {p.pool} | {_delta(p.gpus)} | {_delta(p.devices)} {'MIG slices' if p.mig else 'devices'} | "
+                 f"{_n(p.free)} |" for p in cost.pools if p.changed or cost.fits is False]
+        if cost.changed or not ok:
+            notes.append(f"- **{c.name}**: {'; '.join(reasons)}")
         if cost.stuck:
-            notes.append(f"- **{c.name}**: {cost.stuck} pod(s) fit no added node (`gpuc plan` says why)")
-        notes += [f"- **{c.name}** budget {budget_text(b)}" for b in cost.budgets]
+            notes.append(f"  - {cost.stuck} pod(s) fit no added node (`gpuc plan` says why)")
+        notes += [f"  - budget {budget_text(b)}" for b in cost.budgets]
     if not rows and not notes:
         return []
-    table = ["| cluster | pool | GPUs taken | devices taken | free GPUs after | fits |", "|---|---|---|---|---|---|"] if rows else []
+    table = ["| cluster | pool | GPUs taken | devices taken | free GPUs after |", "|---|---|---|---|---|"] if rows else []
     return ["### Cost of this change", ""] + table + _capped(rows, MAX_ROWS) + ([""] if rows and notes else []) + notes + [""]
 
 
 def _details(c: ClusterDiff) -> list[str]:
-    if not (c.intent or c.workloads or c.objects or c.releases):
+    if not (c.intent or c.workloads or c.objects or c.releases or c.prunes):
         return []
     lines = ["", f"<details><summary>{c.name}: details</summary>", ""]
     if c.intent:
@@ -224,6 +262,8 @@ def _details(c: ClusterDiff) -> list[str]:
             for status, key, fields in items[:MAX_LIST]:
                 lines += [f"- {status} `{key}`"] + _fields(fields)
             lines += [_more(len(items) - MAX_LIST)] if len(items) > MAX_LIST else []
+    if c.prunes:
+        lines += ["#### Deleted by the sync (Argo CD prunes them)"] + _capped([f"- {p}" for p in c.prunes])
     return lines + ["", "</details>"]
 
 
@@ -288,6 +328,9 @@ def _cluster_json(c: ClusterDiff) -> dict[str, Any]:
         "objects": [{"kind": o.kind, "namespace": o.namespace, "name": o.name, "oldName": o.old_name or None,
                      "status": o.status, "fields": [f.as_dict() for f in o.fields]} for o in c.objects],
         "releases": [{"release": r.name, "status": r.status, "fields": [f.as_dict() for f in r.fields]} for r in c.releases],
+        "staged": c.staged,
+        "prunes": c.prunes,
+        "orphans": c.orphans,
     }
 
 
@@ -304,8 +347,8 @@ def as_json(diff: FleetDiff, gated: list[str]) -> str:
 
 
 def cost_diagnostics(diff: FleetDiff) -> list[Diagnostic]:
-    """The cost table as findings on each changed cluster's intent, for GitHub annotations and SARIF: a warning where
-    the head no longer fits or takes a namespace over its budget, a note for what it takes otherwise."""
+    """The cost and the verdict as findings on each changed cluster's intent, for GitHub annotations and SARIF: a warning
+    where the head does not fit or takes a namespace over its budget, a note for what it takes otherwise."""
     out = []
     for c in diff.clusters:
         cost = c.cost
@@ -315,10 +358,9 @@ def cost_diagnostics(diff: FleetDiff) -> list[Diagnostic]:
         file, line = (c.source.file, c.source.line_of(("metadata", "name"))) if c.source is not None else (c.name, 0)
         pools = "; ".join(f"pool {p.pool}: GPUs {_delta(p.gpus)}, {'MIG slices' if p.mig else 'devices'} {_delta(p.devices)}, "
                           f"{_n(p.free)} GPUs free after" for p in cost.pools if p.changed)
-        fits = "fits" if cost.fits else "does not fit" + (f": add {additions_text(cost.add)}" if cost.add else "")
-        over = [b for b in cost.budgets if b.over]
-        message = f"cluster {c.name} {fits}" + (f"; {pools}" if pools else "")
+        ok, reasons = verdict(c)
+        message = f"cluster {c.name}: {'; '.join(reasons)}".replace("**", "") + (f"; {pools}" if pools else "")
         message += "".join(f"; budget {budget_text(b)}" for b in cost.budgets)
-        severity = "warning" if cost.fits is False or over else "note"
-        out.append(Diagnostic(file, line, "metadata.name", message.replace("`", "'"), "", severity))  # type: ignore[arg-type]
+        severity = "warning" if cost.fits is False or any(b.over for b in cost.budgets) else "note"
+        out.append(Diagnostic(file, line, "metadata.name", message.replace("`", "'"), "", severity, rule="cost"))  # type: ignore[arg-type]
     return out

@@ -297,7 +297,7 @@ def usage(cluster: ResolvedCluster, inventory: Inventory, before: bytearray, aft
             out.append(_measure(pool.name, "dra", nodes[pool.name], entries.get(pool.name, []), before, after))
         else:
             gpus = pool.spec.nodes * pool.spec.gpu.count
-            out.append(PoolUsage(pool.name, pool.spec.allocation, pool.spec.nodes, gpus, 0, 0, 0, 0))
+            out.append(PoolUsage(pool.name, pool.allocation, pool.spec.nodes, gpus, 0, 0, 0, 0))
     if OTHER_NODES in entries or nodes[OTHER_NODES]:
         out.append(_measure(OTHER_NODES, "dra", nodes[OTHER_NODES], entries.get(OTHER_NODES, []), before, after))
     return tuple(out)

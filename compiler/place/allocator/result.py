@@ -129,6 +129,7 @@ class AllocationPlan:
     own_in_use: int = 0  # gpuc's own claims found allocated in the cluster (running pods stay on them)
     running: bool = False  # planned against the running cluster's state (--state, --kubeconfig)
     headroom: Any = field(default=None, compare=False)  # place.headroom.Headroom of a detailed plan: what is left, what to add
+    budgets: tuple[Any, ...] = field(default=(), compare=False)  # check.budgets.BudgetUse of a detailed plan: per team limit
 
     @property
     def feasible(self) -> bool:
@@ -173,5 +174,6 @@ class AllocationPlan:
             "pools": [p.as_dict() for p in self.pools],
             "placement": {"podOrder": POD_ORDER, "notes": list(PLACEMENT_NOTES)},
             **({"headroom": self.headroom.as_dict()} if self.headroom is not None else {}),
+            "budgets": [b.as_dict() for b in self.budgets],
             "warnings": [w.as_dict() for w in self.warnings],
         }

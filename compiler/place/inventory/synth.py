@@ -1,8 +1,9 @@
 """The ResourceSlices the NVIDIA DRA driver of a cluster's version would publish for its node pools.
 
 Per node: one pool named after the node, holding the GPU plugin's slices (full GPUs, or the
-pre-created MIG devices of a static layout with no full-GPU device, or with DynamicMIG the full GPU
-plus every possible MIG placement consuming the GPU's shared counters: in the devices' own slice on
+pre-created MIG devices of a static layout with no full-GPU device, or with DynamicMIG, on every GPU the
+driver partitions once the cluster's gate is on (ResolvedPool.dynamic_partitions), the full GPU (not on
+an Ampere GPU in MIG mode) plus every possible MIG placement consuming the GPU's shared counters: in the devices' own slice on
 1.34, in slices of their own on 1.35+, which allows nothing else) and, when compute domains are enabled, the compute-domain plugin's slice with its two
 devices. Which attributes appear, and under which names, comes from the driver line's facts
 (facts/data/dra_driver.yaml); host facts (PCI addresses, UUIDs) are synthetic but stable.
@@ -269,7 +270,7 @@ class _Builder:
         self.full_capacity = {GPU_DRIVER: {"memory": Quantity.of_bytes(model.memory_bytes)}}
         placements = fit_mix(model.mig, dict(pool.mig_layout)).placements if pool.mig_layout and model.mig else ()
         self.static_layout = _static_layout(model, placements) if placements else []
-        self.dynamic = pool.mig_dynamic and model.mig is not None
+        self.dynamic = pool.dynamic_partitions and model.mig is not None  # the cluster's gate, not only the pool's ask
         self.dynamic_facts = dynamic_mig()
         self.dynamic_layout = _dynamic_layout(model) if self.dynamic else ({}, (), [])
 
@@ -332,7 +333,7 @@ class _Builder:
         full_capacity, totals, placements = self.dynamic_layout
         ctx = _Ctx(self.host, gpu, "gpu", gpu.uuid, gpu.index)
         devices = [self.device(f"gpu-{gpu.index}", ctx, self.gpu_facts, ("gpu", gpu.index), full_capacity,
-                               (CounterUse(counter_set, totals),))]
+                               (CounterUse(counter_set, totals),))] if self.pool.dynamic_full_gpu else []
         for n, (profile, start, capacity, use) in enumerate(placements):
             # A placement is not a MIG device yet: it has no MIG UUID until a claim creates it.
             mig = _Ctx(self.host, gpu, "mig", None, gpu.index, profile.name)
@@ -488,7 +489,7 @@ def synthesize(cluster: ResolvedCluster, chart_values: dict[str, Any],
     nodes: list[NodeInfo] = []
     templates = itertools.count()
     cd_driver, cd_devices = _compute_domain_devices(templates) if setup.compute_domains else ("", [])
-    for pool in cluster.dra_pools:
+    for pool in cluster.dra_pools if cluster.driver_runs else ():
         mates = cluster.node_mates(pool)
         if mates[0] is not pool:
             continue  # its nodes were built with the first pool on them: one driver pool per node holds every GPU

@@ -39,4 +39,6 @@ RULES: list[Rule] = [check_classes, check_workloads, check_dra_features, check_s
 def check_intents(fleet: Fleet, clusters: dict[str, ResolvedCluster], findings: Findings) -> None:
     """Every rule over the validated fleet and its resolved clusters."""
     for rule in RULES:
+        start = len(findings)
         rule(fleet, clusters, findings)
+        findings.tag_since(start, "rules/" + rule.__name__.removeprefix("check_").replace("_", "-"))

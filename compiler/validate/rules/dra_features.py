@@ -187,7 +187,7 @@ def _check_extended_resources(cluster: ResolvedCluster, findings: Findings) -> N
     intent = cluster.intent
     for pool in opted:
         here = pool.path + ("extendedResource",)
-        if not pool.dra:
+        if pool.spec.allocation != "dra":
             findings.add(intent.error(here, f"node pool '{pool.name}' is allocated by the device plugin, which serves nvidia.com/gpu itself",
                                       "drop extendedResource, or set allocation: dra"))
         if pool.mig_dynamic:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...diagnostics import Findings, did_you_mean
-from ...facts.driver import capability, dynamic_mig, exclusive_gates, gate_requirements, gates, gates_on, logging_gates
+from ...facts.driver import capability, capability_gates, dynamic_mig, exclusive_gates, gate_requirements, gates, gates_on, logging_gates
 from ...facts.platform import dra_gate_note, dra_gates
 from ..documents import Fleet
 from ..features import cluster_features, derived_gates
@@ -46,7 +46,9 @@ def _check_gates(cluster: ResolvedCluster, workloads: list[GpuWorkload], fleet: 
             findings.add(intent.error(gates_path + (name,), f"feature gate values are true or false, got {value!r}"))
         elif derived.get(name) and value is False:
             if derived_gates(line, cluster_features(cluster, []), flavour).get(name):  # needed by the pools themselves
-                needs = "node pools of this cluster need it (" + ", ".join(p.name for p in cluster.pools if p.mig_dynamic) + ")"
+                pools = [p.name for p in cluster.pools if (p.mig_dynamic and name in capability_gates("DynamicMIG"))
+                         or (p.spec.passthrough and name in capability_gates("Passthrough"))]
+                needs = "node pools of this cluster need it (" + ", ".join(pools) + ")"
             else:
                 users = [w.metadata.name for w in workloads if derived_gates(line, cluster_features(cluster, [w]), flavour).get(name)]
                 needs = f"workloads on this cluster need it ({', '.join(users)})"

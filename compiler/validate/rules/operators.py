@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from ...diagnostics import Findings
-from ...facts.driver import gates
+from ...facts.driver import dynamic_mig, gates
 from ...facts.platform import gpu_operator, version_tuple
 from ..documents import Fleet
 from ..resolved import ResolvedCluster
@@ -17,21 +17,29 @@ def check_operator_modes(fleet: Fleet, clusters: dict[str, ResolvedCluster], fin
         _check_dynamic_mig_mode(cluster, findings)
         _check_mixed_mig_modes(cluster, findings)
         _check_driver_upgrades(cluster, findings)
+        _check_driver_install_dir(cluster, findings)
         if cluster.spec.gpu_operator.mode == "gpuCluster":
             _check_gpu_cluster_mode(cluster, findings)
 
 
 def _check_dynamic_mig_mode(cluster: ResolvedCluster, findings: Findings) -> None:
     """The MIG Manager is kept off dynamic-MIG nodes (it clears the MIG devices the driver creates), and a GPUCluster
-    runs none: nothing in gpuc's output enables MIG mode there, and the driver only partitions GPUs in MIG mode."""
-    pools = [p for p in cluster.pools if p.mig_dynamic]
+    runs none: nothing in gpuc's output enables MIG mode there. On Hopper and newer the kubelet plugin toggles MIG mode
+    itself (and undoes a boot-time `nvidia-smi -mig 1`); on older GPUs enabling it takes a GPU reset, so it must be on
+    before the plugin starts (facts dynamicMig)."""
+    toggles = dynamic_mig().mig_mode_toggle
+    pools = [p for p in cluster.pools if p.dynamic_partitions and p.gpu.architecture not in toggles]
     if not pools or cluster.spec.acknowledged("mig-mode"):
         return
+    archs = sorted({p.gpu.architecture for p in pools})
+    later = "" if cluster.driver.at_most(dynamic_mig().every_gpu_until) else (
+        "; with it off when the plugin starts, driver 0.4+ publishes them as whole GPUs without MIG")
     warning = cluster.intent.warning(
-        pools[0].path + ("mig", "layout"),
-        f"nothing gpuc writes enables MIG mode on the GPUs of dynamic-MIG pool(s) {', '.join(p.name for p in pools)}: the MIG "
-        f"Manager is kept off them ({gpu_operator()['migManagerDeployLabel']}=false; mig-parted would clear the MIG devices the "
-        "DRA driver creates for running pods), and the driver only creates MIG devices on GPUs already in MIG mode",
+        next((p for p in pools if p.mig_dynamic), pools[0]).path + ("mig", "layout"),
+        f"nothing gpuc writes enables MIG mode on the {'/'.join(archs)} GPUs of dynamic-MIG pool(s) "
+        f"{', '.join(p.name for p in pools)}: the MIG Manager is kept off them ({gpu_operator()['migManagerDeployLabel']}=false; "
+        "mig-parted would clear the MIG devices the DRA driver creates for running pods), and the kubelet plugin turns MIG "
+        f"mode on itself only on {' and '.join(sorted(toggles))} GPUs (on {'/'.join(archs)} that takes a GPU reset){later}",
         "enable MIG mode in the node image or a boot script (nvidia-smi -mig 1) and say so: "
         "spec.acknowledge: [{warning: mig-mode, reason: ...}]")
     findings.add(dataclasses.replace(warning, code="mig-mode"))
@@ -42,16 +50,19 @@ def _check_mixed_mig_modes(cluster: ResolvedCluster, findings: Findings) -> None
     at start a plugin in that mode destroys every MIG device its checkpoint does not name
     (cmd/gpu-kubelet-plugin/driver.go DestroyUnknownMIGDevices, v25.12.0 and main): on a static-MIG pool that is
     the layout the MIG Manager built, which the MIG Manager then builds again, under running pods."""
-    dynamic = [p for p in cluster.pools if p.mig_dynamic]
-    static = [p for p in cluster.dra_pools if p.spec.mig is not None and not p.mig_dynamic]
-    if not dynamic or not static:
+    static = [p for p in cluster.dra_pools if p.mig_layout is not None]
+    if not cluster.dynamic_mig or not static:
         return
     names = ", ".join(f"'{p.name}'" for p in static)
+    dynamic = [p for p in cluster.pools if p.mig_dynamic]
+    if dynamic:
+        where, why = dynamic[0].path + ("mig", "layout"), f"dynamic MIG on pool '{dynamic[0].name}' turns the driver's DynamicMIG gate on"
+    else:
+        where, why = ("spec", "draDriver", "values", "featureGates", "DynamicMIG"), "draDriver.values turn the driver's DynamicMIG gate on"
     findings.add(cluster.intent.error(
-        dynamic[0].path + ("mig", "layout"),
-        f"dynamic MIG on pool '{dynamic[0].name}' turns the driver's DynamicMIG gate on for every node, and a kubelet plugin "
-        f"in that mode destroys at start the MIG devices it did not create: the static layout of pool(s) {names}, which "
-        "the MIG Manager built and rebuilds",
+        where,
+        f"{why} for every node, and a kubelet plugin in that mode destroys at start the MIG devices it did not create: the "
+        f"static layout of pool(s) {names}, which the MIG Manager built and rebuilds",
         f"make every DRA MIG pool of the cluster dynamic (mig.layout: dynamic), or give pool(s) {names} allocation: "
         "devicePlugin, or run dynamic MIG in a cluster of its own"))
 
@@ -75,6 +86,22 @@ def _check_driver_upgrades(cluster: ResolvedCluster, findings: Findings) -> None
         "drain the DRA nodes before each GPU driver upgrade and say so: spec.acknowledge: [{warning: driver-upgrade, "
         "reason: ...}]; or put the driver in the node image: draDriver.nvidiaDriverRoot: / (gpuc then turns the operator's driver off)")
     findings.add(dataclasses.replace(warning, code="driver-upgrade"))
+
+
+def _check_driver_install_dir(cluster: ResolvedCluster, findings: Findings) -> None:
+    """A GPU driver on the hosts outside `/` is found by the operator's validator only through hostPaths.driverInstallDir,
+    which GPU Operator releases before the fact's `since` do not have: every operand waits on that validation."""
+    facts = gpu_operator()
+    op = cluster.spec.gpu_operator
+    root = cluster.spec.dra_driver.nvidia_driver_root
+    since = facts["driverInstallDir"]["since"]
+    if op.mode not in ("helm", "patch") or root in ("/", facts["driverRoot"]) or not op.version or version_tuple(op.version) >= version_tuple(since):
+        return
+    findings.add(cluster.intent.error(
+        ("spec", "gpuOperator", "version"),
+        f"GPU Operator {op.version} has no {facts['driverInstallDir']['value']}: its driver validation looks for the GPU driver "
+        f"on the host's standard paths and under {facts['driverRoot']} only, never under {root}, and every operand waits on it",
+        f"upgrade gpuOperator.version to {since} or newer (gpuc then sets {facts['driverInstallDir']['value']}: {root})"))
 
 
 def _check_operator_mode(cluster: ResolvedCluster, findings: Findings) -> None:
@@ -129,7 +156,7 @@ def _check_gpu_cluster_mode(cluster: ResolvedCluster, findings: Findings) -> Non
                                       f"node pool '{pool.name}' has a static MIG layout, but in gpuOperator.mode gpuCluster the GPU Operator "
                                       "runs no MIG Manager to partition the GPUs",
                                       "use `mig: {layout: dynamic}` (the DRA driver creates MIG devices per claim), or gpuOperator.mode helm"))
-        if not pool.dra:
+        if pool.spec.allocation != "dra":
             findings.add(intent.error(pool.path + ("allocation",),
                                       f"node pool '{pool.name}' is allocated by the device plugin, which a GPUCluster does not run "
                                       "(it cannot coexist with the ClusterPolicy that does)",

@@ -1,5 +1,8 @@
 """Rules of GPU passthrough (vfio-pci, driver 25.12+ gate PassthroughSupport).
 
+A VM's claim carries the VfioDeviceConfig KubeVirt needs (the API device /dev/vfio/vfio), and gate DeviceMetadata
+goes on with PassthroughSupport (the VM's PCI address in a metadata file): facts capabilities.Passthrough.
+
 With the gate on, the driver publishes every GPU without MIG devices twice: as `gpu-<i>` and as `gpu-vfio-<i>`.
 Preparing one removes the other from the slice, but nothing tells the scheduler they are one GPU, so two claims
 can be allocated both. gpuc therefore keeps the two apart by GPU model: passthrough pools and the other DRA
@@ -48,7 +51,7 @@ def _check_pools(cluster: ResolvedCluster, findings: Findings) -> None:
     passthrough = [p for p in cluster.pools if p.spec.passthrough]
     for pool in passthrough:
         here = pool.path + ("passthrough",)
-        if not pool.dra:
+        if pool.spec.allocation != "dra":
             findings.add(intent.error(here, f"node pool '{pool.name}' is allocated by the device plugin; passthrough GPUs come "
                                             "from the DRA driver", "set allocation: dra, or drop passthrough"))
         if pool.spec.mig is not None:
@@ -57,6 +60,14 @@ def _check_pools(cluster: ResolvedCluster, findings: Findings) -> None:
         if not pool.gpu.pci_device_ids:
             findings.add(intent.error(here, f"gpuc knows no PCI device id of {pool.gpu.key}, the only attribute a vfio claim "
                                             "can select its GPU model by", "use a catalog GPU (`gpuc catalog`)"))
+    webhook = cluster.spec.dra_driver.values.get("webhook")
+    if passthrough and isinstance(webhook, dict) and webhook.get("enabled") is True:
+        findings.add(intent.error(
+            ("spec", "draDriver", "values", "webhook", "enabled"),
+            f"passthrough pool(s) {', '.join(repr(p.name) for p in passthrough)}: a VM's vfio claim carries a VfioDeviceConfig "
+            "(enableAPIDevice, without which virt-launcher gets no /dev/vfio/vfio), and the driver's admission webhook "
+            "refuses every VfioDeviceConfig",
+            "turn the webhook off (webhook.enabled: false) on clusters with passthrough pools, or move them to a cluster without it"))
     ids = {i: p for p in passthrough for i in p.gpu.pci_device_ids}
     for pool in cluster.dra_pools:
         if pool.spec.passthrough or not pool.publishes_full_gpus:

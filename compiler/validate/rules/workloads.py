@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...diagnostics import Findings, did_you_mean, one_of
-from ...facts.driver import builtin_device_classes
+from ...facts.driver import builtin_device_classes, mps_control_daemon
 from ...facts.mig import fit_on_model
 from ...facts.platform import nim_name_limit, nim_operator, version_tuple
 from ..documents import Fleet, Intent, target_clusters
@@ -217,6 +217,8 @@ def _check_on_cluster(w: Intent[GpuWorkload], cluster: ResolvedCluster, findings
                                      "add the size to a pool's nvlink.partitions, or pick an offered size"))
     if gpu.mig is not None:
         _check_mig_on_cluster(w, cluster, findings)
+    if gpu.driver_sharing == "MPS":
+        _check_mps_driver_root(w, cluster, findings)
 
 
 def _is_set(model, alias: str) -> bool:
@@ -230,7 +232,7 @@ def _check_mig_on_cluster(w: Intent[GpuWorkload], cluster: ResolvedCluster, find
     wanted = w.model.spec.gpu.mig
     assert wanted is not None
     mix = {s.profile: s.count for s in wanted.slices}
-    mig_pools = [p for p in cluster.dra_pools if p.gpu.mig is not None and (p.mig_layout or p.mig_dynamic)]
+    mig_pools = [p for p in cluster.dra_pools if p.gpu.mig is not None and (p.mig_layout or p.dynamic_partitions)]
     if not mig_pools:
         findings.add(w.error(("spec", "gpu", "mig"), f"cluster '{cluster.name}' has no DRA pool with MIG enabled",
                              "give a pool a `mig.layout`"))
@@ -251,7 +253,7 @@ def _check_mig_on_cluster(w: Intent[GpuWorkload], cluster: ResolvedCluster, find
     if wanted.same_gpu:
         reasons = []
         for pool in mig_pools:
-            if pool.mig_dynamic:
+            if pool.dynamic_partitions:
                 fit = fit_on_model(pool.gpu, mix)
                 if fit.fits:
                     return
@@ -262,9 +264,27 @@ def _check_mig_on_cluster(w: Intent[GpuWorkload], cluster: ResolvedCluster, find
                 if not short:
                     return
                 reasons.append(f"{pool.name} ({pool.mig_config}): lacks {', '.join(short)}")
-        geometry = [fit_on_model(p.gpu, mix) for p in mig_pools if not p.mig_dynamic]  # dynamic pools said why above
+        geometry = [fit_on_model(p.gpu, mix) for p in mig_pools if not p.dynamic_partitions]  # dynamic pools said why above
         why = next((f.reason for f in geometry if not f.fits), "")
         findings.add(w.error(("spec", "gpu", "mig"),
                              f"this MIG mix cannot fit one GPU of cluster '{cluster.name}': " + "; ".join(reasons)
                              + (f" ({why})" if why else ""),
                              "change the pool's layout to include the mix, or set sameGpu: false"))
+
+
+def _check_mps_driver_root(w: Intent[GpuWorkload], cluster: ResolvedCluster, findings: Findings) -> None:
+    """Up to driver 25.12 the MPS control daemon runs `chroot <nvidiaDriverRoot> sh`: a driver root that is not a whole
+    root file system has no shell, the daemon never starts, and the claim is never prepared (facts mpsControlDaemon)."""
+    facts = mps_control_daemon()
+    root = cluster.spec.dra_driver.nvidia_driver_root
+    if not cluster.driver.at_most(facts.chroot_shell_until) or root in facts.shell_roots:
+        return
+    message = (f"the MPS control daemon of driver {cluster.spec.dra_driver.version} runs `chroot {root} sh`, and "
+               + (f"{root} ({facts.shellless[root]}) holds no shell" if root in facts.shellless else
+                  f"a driver root other than {' or '.join(facts.shell_roots)} usually holds the driver's files only")
+               + f" (cluster '{cluster.name}'): the daemon does not start and the claim is never prepared")
+    hint = "upgrade draDriver.version to 0.4.0 or newer (its daemon runs without a shell in the driver root), or use sharing TimeSlicing"
+    if root in facts.shellless:
+        findings.add(w.error(("spec", "gpu", "sharing"), message, hint))
+    else:
+        findings.add(w.warning(("spec", "gpu", "sharing"), message, hint + f"; or make sure {root}/bin/sh exists on the nodes"))
