@@ -21,10 +21,12 @@ kubelet's DRA gRPC client). Nothing touches the machine's /dev, /run, /sys or /e
   (the container driver root), the host's path of the driver root is what gpuc configured (NVIDIA_DRIVER_ROOT, the
   path the CDI specs name), /templates holds the source's templates (MPS control daemons), /host-root is an empty
   folder (PassthroughSupport only checks it exists; nothing can reach the machine through it), /sys is the fake PCI
-  tree and, for the compute-domain plugin, /proc/devices the mock's. Each runs chrooted into a tmpfs in a private
-  mount namespace (as harness/dra_driver.py runs the ComputeDomain controller): its mounts (and the tmpfs the MPS
-  manager mounts for a daemon's /dev/shm) go with it. `start()` returns once kubelet's registration went through and
-  the plugin's ResourceSlices are on the API server; `stop()` is SIGTERM to its process group.
+  tree and, for the compute-domain plugin, /proc/devices and /proc/driver the mock's. Each runs chrooted into a tmpfs
+  in a private mount namespace (as harness/dra_driver.py runs the ComputeDomain controller): its mounts (and the tmpfs
+  the MPS manager mounts for a daemon's /dev/shm) go with it. The node's kubelet folders and CDI specs are under a
+  short temporary folder (/tmp/gpuc-nodes-*, removed at stop: a unix socket's path holds 107 bytes, a pytest work
+  directory's nests too deep), its logs under the work directory. `start()` returns once kubelet's registration went
+  through and the plugin's ResourceSlices are on the API server; `stop()` is SIGTERM to its process group.
 - `KubeletDRA`: the kubelet-dra process and its line protocol: register, health, NodePrepareResources and
   NodeUnprepareResources of DRA gRPC API v1 or v1beta1.
 - `DraKubelet`: the kubelet's DRA part for the mock nodes of a control plane: for every pod the real scheduler binds
@@ -33,7 +35,11 @@ kubelet's DRA gRPC client). Nothing touches the machine's /dev, /run, /sys or /e
   devices each container would get and what they resolve to in the plugin's CDI specs (`records`, and the pod
   annotation RECORD_ANNOTATION), and unprepares a claim once no pod on the node uses it any more (the pod deleted).
   It decides when a pod may start: harness/kubelet.py's stand-in reports a pod on a mock node Running only once its
-  claims are prepared. A failed prepare is retried, as kubelet retries, and recorded (`failures`).
+  claims are prepared. A failed prepare is retried, as kubelet retries, and recorded (`failures`), as is an answer
+  that leaves a claim out (kubelet: "skipped N ResourceClaims").
+- `ComputeDomainDaemons`: the part of a ComputeDomain's daemons no process plays here (their clique entries).
+- `MockNodes`: the mock nodes of one control plane, one way to start (`add`) and stop (`remove`, `stop`) them, with
+  kubelet's DRA part and the stand-in.
 
 What is still played: container start (no runtime: harness/kubelet.py writes the status a kubelet writes once the
 containers run), and with it the readiness of what the plugins start as pods: the MPS control daemon's Deployment
