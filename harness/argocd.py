@@ -9,7 +9,8 @@ built helm and kustomize (a bin/ of symlinks first on its PATH) and to the syste
 local `file://` one (GitRepo).
 
 Argo CD's configuration is what its install manifests and API server would have written: the CRDs (read
-from the Argo CD module in the Go module cache, the source the binary was built from), the `argocd`
+from manifests/crds of the source tree the binary was built from, the build's copy of
+../shared/upstream/src/argo-cd-<version>), the `argocd`
 namespace, argocd-cm and argocd-secret (labelled part-of=argocd, else Argo CD ignores them), the `default`
 AppProject (the API server creates it on start; nothing else would) and a cluster Secret that names the
 harness API server as the destination the Applications ask for.
@@ -72,18 +73,12 @@ def binaries() -> dict[str, Path]:
 
 @cache
 def source_dir() -> Path:
-    """The Argo CD module the binary was built from, in the Go module cache (its wrapper module in the
-    harness cache resolves it): the CRDs are read from there, never copied into this repository."""
-    wrapper = components.cache_dir() / "src" / f"argocd-{version()}"
-    missing = components.ComponentMissing(f"the Argo CD {version()} module is not resolved in {wrapper}: run harness/build.sh")
-    if not (wrapper / "go.sum").is_file() or shutil.which("go") is None:
-        raise missing
-    env = {**os.environ, "GOTOOLCHAIN": "local", "GOFLAGS": "-mod=mod"}
-    out = subprocess.run(["go", "list", "-m", "-f", "{{.Dir}}", "github.com/argoproj/argo-cd/v3"], cwd=wrapper, env=env,
-                         capture_output=True, text=True)
-    path = Path(out.stdout.strip())
-    if out.returncode != 0 or not (path / "manifests" / "crds").is_dir():
-        raise missing
+    """The build's copy of the Argo CD source tree the binary was built from (harness/build.d/argocd.sh copies
+    ../shared/upstream/src/argo-cd-<version> into the cache): the CRDs are read from there, never copied into
+    this repository."""
+    path = components.cache_dir() / "src" / f"argo-cd-{version()}"
+    if not (path / "manifests" / "crds").is_dir():
+        raise components.ComponentMissing(f"the Argo CD {version()} source is not copied to {path}: run harness/build.sh")
     return path
 
 
@@ -425,16 +420,20 @@ def _ask_pass_socket(workdir: Path) -> Path:
 
 
 def _start_repo_server(argo: ArgoCD, bins: dict[str, Path], resync_s: int) -> None:
-    """Plaintext gRPC on loopback; helm and kustomize from the build first on PATH; clones, the askpass
+    """Plaintext gRPC on loopback; helm, kustomize and Argo CD's git-verify-wrapper.sh first on PATH; clones, the askpass
     socket (a fixed /tmp path by default: two repo servers would share it; _ask_pass_socket) and temp files in the workdir.
     The branch -> commit cache expires with the resync period, as the install's timeout.reconciliation makes
     it (its default is 3 minutes: a new commit would go unseen that long)."""
     tools = argo.workdir / "bin"
     tools.mkdir(exist_ok=True)
-    for name in ("helm", "kustomize"):
+    # 3.5 runs git-verify-wrapper.sh (the image's /usr/local/bin copy of hack/) on every manifest generation, GPG on
+    # or off (reposerver/repository/repository.go, VerifyCommitSignature, kept for API compatibility): without it
+    # on PATH each generation fails with "permission denied"
+    for name, target in (("helm", bins["helm"]), ("kustomize", bins["kustomize"]),
+                         ("git-verify-wrapper.sh", source_dir() / "hack" / "git-verify-wrapper.sh")):
         link = tools / name
         link.unlink(missing_ok=True)
-        link.symlink_to(bins[name])
+        link.symlink_to(target)
     tmp = argo.workdir / "tmp"
     tmp.mkdir(exist_ok=True)
     env = _common_env(argo, "argocd-repo-server") | {
@@ -447,7 +446,9 @@ def _start_repo_server(argo: ArgoCD, bins: dict[str, Path], resync_s: int) -> No
     metrics = argo.ports["repo-server-metrics"] = free_port()
     argo._spawn("repo-server", [
         str(bins["argocd"]), "--address", "127.0.0.1", "--port", str(port), "--metrics-address", "127.0.0.1",
-        "--metrics-port", str(metrics), "--disable-tls", "--redis", f"127.0.0.1:{argo.ports['redis']}",
+        # 3.5 refuses --disable-tls beside its default client CA path (/app/config/reposerver/mtls/client-ca.crt):
+        # an empty one turns client-certificate checks off, as plaintext implies (an empty env variable does not)
+        "--metrics-port", str(metrics), "--disable-tls", "--client-ca-path=", "--redis", f"127.0.0.1:{argo.ports['redis']}",
         "--revision-cache-expiration", f"{resync_s}s",
         "--logformat", "text", "--loglevel", "info",
     ], env)

@@ -73,7 +73,8 @@ def newest() -> Release:
 
 
 def binary(name: str) -> Path:
-    """Path of a built component: kube-apiserver-1.37.2, kube-scheduler-1.37.2, etcd, allocref, ...
+    """Path of a built component: kube-apiserver-1.37.2, kube-scheduler-1.37.2, etcd, allocref,
+    gpu-kubelet-plugin-main-9593204, fake-imex-3b2b865d, ...
 
     `etcd` and `allocref` take their pinned versions; they are rebuilt when harness/ sources change.
     """
@@ -85,7 +86,62 @@ def binary(name: str) -> Path:
     if not path.is_file():
         raise ComponentMissing(f"{full} is not built in {path.parent}: run {build}")
     if name in versioned:
-        stamp = (path.parent / f"{full}.stamp").read_text().strip() if (path.parent / f"{full}.stamp").is_file() else ""
-        if stamp != own_sources_stamp():
+        stamp = (path.parent / f"{full}.stamp").read_text().split() if (path.parent / f"{full}.stamp").is_file() else []
+        if stamp[:1] != [own_sources_stamp()]:  # the sources' stamp, then build.sh's hash of the build configuration
             raise ComponentMissing(f"{full} in {path.parent} was built from other harness sources than this checkout's: run {build}")
     return path
+
+
+def mock_nvml_library(source: str | None = None) -> Path:
+    """NVIDIA's mock libnvidia-ml.so.<version> built from k8s-test-infra `source` (default: versions.env's
+    K8S_TEST_INFRA_SOURCE), in its folder bin/mock-nvml-<source>/ with the links libnvidia-ml.so.1 and
+    libnvidia-ml.so that its Makefile makes (a driver root's lib folder holds the three)."""
+    source = source or pins()["K8S_TEST_INFRA_SOURCE"]
+    folder = cache_dir() / "bin" / f"mock-nvml-{source}"
+    found = sorted(p for p in folder.glob("libnvidia-ml.so.*.*") if not p.name.endswith(".stamp"))
+    if not found:
+        raise ComponentMissing(f"the mock NVML library of k8s-test-infra {source} is not built in {folder}: "
+                               "run harness/build.sh (the README's test command runs it; it reuses what is built)")
+    return found[-1]
+
+
+@dataclass(frozen=True)
+class BuildCpu:
+    """Compiling every current component, from the build's own log: what tests/real/test_real_build_budget.py checks."""
+
+    total: int  # CPU seconds, the latest log/timings.tsv entry of each component build.sh last listed
+    budget: int  # versions.env BUILD_CPU_BUDGET_S
+    grew: list[str]  # "name: N CPU-s (reference M)" for each above harness/build-cpu.tsv by more than 20 % + 10 s, or new
+    untimed: list[str]  # components with no timings entry (built before build.sh logged them)
+
+    def verdict(self) -> str | None:
+        """None within budget, else the message naming what grew."""
+        if self.total <= self.budget and not self.untimed:
+            return None
+        return (f"compiling the components takes {self.total} CPU-s, budget {self.budget} (harness/versions.env BUILD_CPU_BUDGET_S)"
+                + (f"; grew against harness/build-cpu.tsv: {', '.join(self.grew)}" if self.grew else "")
+                + (f"; no timings for {', '.join(self.untimed)} (rebuild them: harness/build.sh)" if self.untimed else ""))
+
+
+def build_cpu(reference_file: Path = HERE / "build-cpu.tsv") -> BuildCpu:
+    """Sum the latest timings of the components in log/components.txt (written by each harness/build.sh run)."""
+    log = cache_dir() / "log"
+    listed = log / "components.txt"
+    if not listed.is_file():
+        raise ComponentMissing(f"{listed} is missing: run harness/build.sh (it lists the components it builds)")
+    latest: dict[str, int] = {}
+    timings = log / "timings.tsv"
+    for line in (timings.read_text().splitlines() if timings.is_file() else []):
+        fields = line.split("\t")
+        if len(fields) >= 3 and fields[2].isdigit():
+            latest[fields[0]] = int(fields[2])
+    reference: dict[str, int] = {}
+    for line in reference_file.read_text().splitlines():
+        fields = line.split("\t")
+        if len(fields) >= 2 and not line.startswith("#") and fields[1].isdigit():
+            reference[fields[0]] = int(fields[1])
+    names = listed.read_text().split()
+    grew = [f"{n}: {latest[n]} CPU-s (reference {reference[n]})" if n in reference else f"{n}: {latest[n]} CPU-s (new)"
+            for n in names if n in latest and (n not in reference or latest[n] > reference[n] * 1.2 + 10)]
+    return BuildCpu(total=sum(latest.get(n, 0) for n in names), budget=int(pins()["BUILD_CPU_BUDGET_S"]), grew=grew,
+                    untimed=[n for n in names if n not in latest])

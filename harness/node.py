@@ -112,12 +112,14 @@ def _built(name: str, original: Path) -> Path:
 
 
 def mock_library() -> Path:
-    return _built(f"libnvidia-ml-mock-{components.pins()['K8S_TEST_INFRA_SOURCE']}.so", dra_driver.upstream_dir() / mock_source_name())
+    """bin/mock-nvml-<source>/libnvidia-ml.so.<version> (build.d/mock-nvml.sh)."""
+    library = components.mock_nvml_library()
+    return _built(library.relative_to(library.parent.parent).as_posix(), dra_driver.upstream_dir() / mock_source_name())
 
 
 def mock_tool(name: str) -> Path:
-    """fake-imex, fake-imex-ctl or render-pci-sysfs."""
-    return _built(name, dra_driver.upstream_dir() / mock_source_name())
+    """fake-imex, fake-imex-ctl or render-pci-sysfs of the mock's source (bin/<name>-<K8S_TEST_INFRA_SOURCE>)."""
+    return _built(f"{name}-{components.pins()['K8S_TEST_INFRA_SOURCE']}", dra_driver.upstream_dir() / mock_source_name())
 
 
 def plugin_binary(kind: str, source: str) -> Path:

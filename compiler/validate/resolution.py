@@ -12,7 +12,7 @@ from ..facts import VersionError, catalog
 from ..facts.catalog import GpuModel
 from ..facts.driver import DriverLine, capability, dynamic_mig, gates, gates_on, parse_driver_version
 from ..facts.mig import fit_mix
-from ..facts.platform import dra_gate_note, dra_gates, parse_kubernetes_version
+from ..facts.platform import dra_gate_note, dra_gates, gpu_operator, parse_kubernetes_version, version_tuple
 from .documents import Fleet, Intent
 from .intents import Cluster, ClusterSpec, NodePool
 from .resolved import ResolvedCluster, ResolvedPool
@@ -147,6 +147,12 @@ def _check_transition(intent: Intent[Cluster], step, pools: set[str], findings: 
         if name not in pools:
             findings.add(intent.error(("spec", "transition", "nodePools", name), f"no node pool '{name}' in this cluster",
                                       did_you_mean(name, pools) or f"pools: {', '.join(sorted(pools))}"))
+    operator = intent.model.spec.gpu_operator
+    since = gpu_operator()["clusterPolicyDeployCRSince"]
+    if step.gpu_operator and operator.mode == "helm" and operator.version and version_tuple(operator.version) < version_tuple(since):
+        findings.add(intent.error(("spec", "transition", "gpuOperator"),
+                                  f"the GPU Operator chart {operator.version} always deploys its ClusterPolicy (clusterPolicy.deployCR "
+                                  f"arrived in {since}), so a step cannot hold it back", f"set gpuOperator.version to {since} or newer"))
     if step.gpu_operator and intent.model.spec.gpu_operator.mode not in ("helm", "gpuCluster"):
         findings.add(intent.error(("spec", "transition", "gpuOperator"),
                                   f"gpuOperator.mode {intent.model.spec.gpu_operator.mode} deploys no GPU Operator chart whose "

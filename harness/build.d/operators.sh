@@ -9,8 +9,10 @@
 # shellcheck shell=bash
 
 # The GPU Operator's manager; the version the Makefile stamps (internal/info, as its BUILD_FLAGS do).
-dir="$(upstream_source "gpu-operator-$GPU_OPERATOR_VERSION")"
-build "gpu-operator-$GPU_OPERATOR_VERSION" ./cmd/gpu-operator "$dir" "$GPU_OPERATOR_VERSION $(cat "$dir/.gpuc-stamp")" -mod=mod \
+# Built in the shared graph of the sources on Kubernetes 0.36 (lib.sh shared_graph_sources).
+copy="$(upstream_source "gpu-operator-$GPU_OPERATOR_VERSION")"
+dir="$(source_module "gpu-operator-$GPU_OPERATOR_VERSION")"
+build "gpu-operator-$GPU_OPERATOR_VERSION" github.com/NVIDIA/gpu-operator/cmd/gpu-operator "$dir" "$GPU_OPERATOR_VERSION $(cat "$copy/.gpuc-stamp")" -mod=mod \
   -ldflags "-s -w -X github.com/NVIDIA/gpu-operator/internal/info.version=$GPU_OPERATOR_VERSION"
 
 # The NIM Operator's manager (./cmd); its Makefile stamps the DRA driver library it links with that
@@ -20,4 +22,5 @@ nim_dra="$(sed -n 's#^[[:space:]]*sigs.k8s.io/dra-driver-nvidia-gpu \(v[^ ]*\).*
 [ -n "$nim_dra" ] || fail "$dir/go.mod does not require sigs.k8s.io/dra-driver-nvidia-gpu"
 build "nim-operator-$NIM_OPERATOR_VERSION" ./cmd "$dir" "$NIM_OPERATOR_VERSION $(cat "$dir/.gpuc-stamp")" -mod=mod \
   -ldflags "-s -w -X sigs.k8s.io/dra-driver-nvidia-gpu/internal/info.version=$nim_dra"
+unset copy dir nim_dra
 # ==== end operators ==================================================================================

@@ -6,10 +6,14 @@
 # shellcheck shell=bash
 
 pulumi_pkg=github.com/pulumi/pulumi/pkg/v3
+k8s_provider=github.com/pulumi/pulumi-kubernetes/provider/v4
 dir="$(wrapper_module pulumi "$pulumi_pkg" "$PULUMI_CLI_VERSION" "$pulumi_pkg/cmd/pulumi")"
 build "pulumi-$PULUMI_CLI_VERSION" "$pulumi_pkg/cmd/pulumi" "$dir" "$PULUMI_CLI_VERSION" \
   -ldflags "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_CLI_VERSION"
-k8s_provider=github.com/pulumi/pulumi-kubernetes/provider/v4
+cli_job="$last_job"
+# Its own wrapper: in one module with the CLI (issue 44 tried it, to compile what they share once) minimal version
+# selection gives the provider the CLI's pkg/v3 v3.274.1 instead of the v3.215.0 it asks for, and its pkg/gen does
+# not compile against it (schema.go: PackageSpec.Resources holds *schema.ResourceSpec there).
 dir="$(wrapper_module pulumi-kubernetes "$k8s_provider" "$PULUMI_KUBERNETES_PROVIDER_VERSION" "$k8s_provider/cmd/pulumi-resource-kubernetes")"
 # The provider's main package embeds schema-embed.json and terraform-mapping-embed.json, which its own
 # `go generate` step (generate.go) writes from the schema.json and terraform-mapping.json the module
@@ -24,18 +28,27 @@ fi
 build "pulumi-resource-kubernetes-$PULUMI_KUBERNETES_PROVIDER_VERSION" ./cmd/pulumi-resource-kubernetes "$dir" \
   "$PULUMI_KUBERNETES_PROVIDER_VERSION $PULUMI_KUBERNETES_PLUGIN_VERSION" \
   -ldflags "-s -w -X $k8s_provider/pkg/version.Version=$PULUMI_KUBERNETES_PROVIDER_VERSION"
+provider_job="$last_job"
+plugin_stamp="$built_stamp $PULUMI_KUBERNETES_PLUGIN_VERSION"  # the provider's stamp once built
 
-# The provider as plugin kubernetes $PULUMI_KUBERNETES_PLUGIN_VERSION, reinstalled when the binary changes.
+# The provider as plugin kubernetes $PULUMI_KUBERNETES_PLUGIN_VERSION, reinstalled when the binary changes: queued
+# after the two builds above (when they were queued), since it runs the CLI on the provider.
 home="$cache/pulumi-home" plugin="resource-kubernetes-v$PULUMI_KUBERNETES_PLUGIN_VERSION"
-stamp="$(cat "$cache/bin/pulumi-resource-kubernetes-$PULUMI_KUBERNETES_PROVIDER_VERSION.stamp") $PULUMI_KUBERNETES_PLUGIN_VERSION"
-if [ "$(cat "$home/$plugin.stamp" 2>/dev/null)" != "$stamp" ]; then
-  rm -rf "$home/plugins/$plugin" "$home/plugins/$plugin.lock" "$home/plugins/$plugin.partial"
-  PULUMI_HOME="$home" PULUMI_SKIP_UPDATE_CHECK=true "$cache/bin/pulumi-$PULUMI_CLI_VERSION" plugin install resource kubernetes \
-    "$PULUMI_KUBERNETES_PLUGIN_VERSION" --file "$cache/bin/pulumi-resource-kubernetes-$PULUMI_KUBERNETES_PROVIDER_VERSION" \
-    >"$cache/log/$plugin.log" 2>&1 || { cat "$cache/log/$plugin.log" >&2; fail "installing the provider as $plugin failed"; }
-  echo "$stamp" >"$home/$plugin.stamp"
+cli="$cache/bin/pulumi-$PULUMI_CLI_VERSION" provider="$cache/bin/pulumi-resource-kubernetes-$PULUMI_KUBERNETES_PROVIDER_VERSION"
+if [ "$(cat "$home/$plugin.stamp" 2>/dev/null)" = "$plugin_stamp" ]; then
+  say "$plugin" "installed: $home/plugins/$plugin"
+else
+  # shellcheck disable=SC2016
+  queue_after="$cli_job $provider_job" queue "$dir" "$plugin" bash -c '
+    home="$1" plugin="$2" cli="$3" provider="$4" version="$5" log="$6" stamp="$7"
+    rm -rf "$home/plugins/$plugin" "$home/plugins/$plugin.lock" "$home/plugins/$plugin.partial"
+    PULUMI_HOME="$home" PULUMI_SKIP_UPDATE_CHECK=true "$cli" plugin install resource kubernetes "$version" --file "$provider" \
+      >"$log" 2>&1 || { cat "$log" >&2; echo "harness/build.sh: installing the provider as $plugin failed" >&2; exit 1; }
+    echo "$stamp" >"$home/$plugin.stamp"
+    printf "%-26s %s\n" "$plugin" "installed: $home/plugins/$plugin"' \
+    _ "$home" "$plugin" "$cli" "$provider" "$PULUMI_KUBERNETES_PLUGIN_VERSION" "$cache/log/$plugin.log" "$plugin_stamp"
 fi
-say "$plugin" "installed: $home/plugins/$plugin"
 # The CLI where the Automation API looks for it (PulumiCommand(root=PULUMI_HOME) runs $root/bin/pulumi).
 mkdir -p "$home/bin" && ln -sfn "../../bin/pulumi-$PULUMI_CLI_VERSION" "$home/bin/pulumi"
+unset pulumi_pkg k8s_provider main src home plugin cli provider plugin_stamp cli_job provider_job
 # ==== end Pulumi =====================================================================================
