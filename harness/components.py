@@ -98,7 +98,8 @@ def mock_nvml_library(source: str | None = None) -> Path:
     libnvidia-ml.so that its Makefile makes (a driver root's lib folder holds the three)."""
     source = source or pins()["K8S_TEST_INFRA_SOURCE"]
     folder = cache_dir() / "bin" / f"mock-nvml-{source}"
-    found = sorted(p for p in folder.glob("libnvidia-ml.so.*.*") if not p.name.endswith(".stamp"))
+    # (go build leaves the C header libnvidia-ml.so.<version>.h beside the library, the build its .stamp)
+    found = sorted(p for p in folder.glob("libnvidia-ml.so.*.*") if re.fullmatch(r"libnvidia-ml\.so\.[0-9.]+", p.name))
     if not found:
         raise ComponentMissing(f"the mock NVML library of k8s-test-infra {source} is not built in {folder}: "
                                "run harness/build.sh (the README's test command runs it; it reuses what is built)")

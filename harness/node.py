@@ -76,7 +76,7 @@ Obj = dict[str, Any]
 GPU_DRIVER = "gpu.nvidia.com"
 CD_DRIVER = "compute-domain.nvidia.com"
 RECORD_ANNOTATION = "gpuc.dev/harness-cdi-devices"  # on a pod: {container: [CDI device IDs]}
-_BUILD = "harness/build.sh (its block harness/build.d/node.sh builds the node's components; it reuses what is built)"
+_BUILD = "harness/build.sh (its blocks mock-nvml.sh, dra-driver.sh and node.sh in harness/build.d build the node's components; it reuses what is built)"
 MIB = 1 << 20
 
 
@@ -104,7 +104,7 @@ def _built(name: str, original: Path) -> Path:
     path = components.cache_dir() / "bin" / name
     if not path.is_file():
         raise ComponentMissing(f"{name} is not built in {path.parent}: run {_BUILD}")
-    stamp = path.parent / f"{name}.stamp"
+    stamp = path.with_name(f"{path.name}.stamp")
     built = stamp.read_text().split()[0] if stamp.is_file() else ""
     if original.is_dir() and built != dra_driver._stamp_of(original):
         raise ComponentMissing(f"{name} in {path.parent} was built from other sources than {original}: run {_BUILD}")
