@@ -26,7 +26,7 @@ trap 'if [ -n "${scheduler:-}" ]; then : >"$jobs_dir/.abort"; wait "$scheduler" 
 
 # The largest first, so the longest compiles start early. Kubernetes first (every other test needs an API server).
 # GPUC_BUILD_PARTS names others (some of these blocks: what a quick check of one block builds).
-for part in ${GPUC_BUILD_PARTS:-kubernetes pulumi argocd harness helm dra-driver operators mock-nvml}; do
+for part in ${GPUC_BUILD_PARTS:-kubernetes pulumi argocd harness helm dra-driver operators mock-nvml node}; do
   # shellcheck source=/dev/null
   . "$here/build.d/$part.sh"
 done

@@ -25,7 +25,7 @@ def pins() -> dict[str, str]:
     """The KEY="value" lines of versions.env (the shell reads the same file)."""
     out: dict[str, str] = {}
     for line in (HERE / "versions.env").read_text().splitlines():
-        m = re.fullmatch(r'([A-Z_]+)="?([^"#]*?)"?\s*(#.*)?', line.strip())
+        m = re.fullmatch(r'([A-Z][A-Z0-9_]*)="?([^"#]*?)"?\s*(#.*)?', line.strip())
         if m:
             out[m.group(1)] = m.group(2).strip()
     return out
@@ -39,10 +39,15 @@ def cache_dir() -> Path:
     return Path(base) / "gpuc-harness"
 
 
+NESTED_MODULES = ("node",)  # folders of harness/ with a go.mod of their own (build.d/node.sh stamps harness/node)
+
+
 def own_sources_stamp() -> str:
-    """The stamp build.sh records for the harness's own Go programs (go.mod, go.sum, *.go in C order)."""
+    """The stamp build.sh records for the harness's own Go programs (go.mod, go.sum, *.go in C order, less the files
+    of the modules nested in harness/)."""
     h = hashlib.sha256()
-    files = [HERE / "go.mod", HERE / "go.sum"] + sorted(HERE.rglob("*.go"), key=lambda p: "./" + p.relative_to(HERE).as_posix())
+    mine = (p for p in HERE.rglob("*.go") if p.relative_to(HERE).parts[0] not in NESTED_MODULES)
+    files = [HERE / "go.mod", HERE / "go.sum"] + sorted(mine, key=lambda p: "./" + p.relative_to(HERE).as_posix())
     for f in files:
         h.update(f.read_bytes())
     return h.hexdigest()[:16]
@@ -93,7 +98,8 @@ def mock_nvml_library(source: str | None = None) -> Path:
     libnvidia-ml.so that its Makefile makes (a driver root's lib folder holds the three)."""
     source = source or pins()["K8S_TEST_INFRA_SOURCE"]
     folder = cache_dir() / "bin" / f"mock-nvml-{source}"
-    found = sorted(p for p in folder.glob("libnvidia-ml.so.*.*") if not p.name.endswith(".stamp"))
+    # (go build leaves the C header libnvidia-ml.so.<version>.h beside the library, the build its .stamp)
+    found = sorted(p for p in folder.glob("libnvidia-ml.so.*.*") if re.fullmatch(r"libnvidia-ml\.so\.[0-9.]+", p.name))
     if not found:
         raise ComponentMissing(f"the mock NVML library of k8s-test-infra {source} is not built in {folder}: "
                                "run harness/build.sh (the README's test command runs it; it reuses what is built)")

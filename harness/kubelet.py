@@ -93,12 +93,15 @@ def _needs_status(pod: Obj) -> bool:
 class KubeletStandIn(Poller):
     """Polls the cluster's pods, reports bound ones as started and deletes for good those marked deleted; `stop()`
     ends it. `on_stop` hooks get each pod whose containers it stops, before the pod is deleted; with `full_grace`
-    they stop when the pod's grace period ends, else at once."""
+    they stop when the pod's grace period ends, else at once. `may_start` (a pod -> whether its containers may start)
+    holds a pod back, as kubelet holds one whose claims are not prepared yet (harness/node.py DraKubelet.may_start)."""
 
-    def __init__(self, kube: Kube, interval: float = 0.3, full_grace: bool = False) -> None:
+    def __init__(self, kube: Kube, interval: float = 0.3, full_grace: bool = False,
+                 may_start: Callable[[Obj], bool] | None = None) -> None:
         self.kube = kube
         self.interval = interval
         self.full_grace = full_grace
+        self.may_start = may_start
         self.started: list[str] = []  # namespace/name of every pod it reported, in order
         self.deleted: list[str] = []  # namespace/name of every pod whose deletion it finished, in order
         self.on_stop: list[Callable[[Obj], None]] = []
@@ -109,7 +112,7 @@ class KubeletStandIn(Poller):
             if _stopping(pod):
                 if not self.full_grace or _grace_over(pod):
                     self._finish_deletion(pod)
-            elif _needs_status(pod):
+            elif _needs_status(pod) and (self.may_start is None or self.may_start(pod)):
                 meta = pod["metadata"]
                 try:
                     self.kube.set_status({"apiVersion": "v1", "kind": "Pod",

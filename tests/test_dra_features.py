@@ -209,7 +209,11 @@ def test_the_synthesized_inventory_publishes_what_the_05_driver_does_with_consum
     listing = yaml.safe_load(gpuc("inventory", path, "--cluster", "c1").out)
     gpu = listing["items"][0]["spec"]["devices"][0]
     assert gpu["allowMultipleAllocations"] is True
-    assert gpu["capacity"]["memory"] == {"value": "81559Mi", "requestPolicy": {"default": "81559Mi", "validRange": {"min": "1Mi", "step": "1Mi"}}}
+    # the valid range ends at the device's memory: applyConsumableShares (cmd/gpu-kubelet-plugin/consumable_shares.go,
+    # main) sets Max in every mode, and the real plugin publishes it (tests/real/test_real_kubelet_plugin.py); the
+    # demo README names only default, min and step
+    assert gpu["capacity"]["memory"] == {"value": "81559Mi", "requestPolicy": {"default": "81559Mi",
+                                                                              "validRange": {"min": "1Mi", "max": "81559Mi", "step": "1Mi"}}}
     plain = yaml.safe_load(gpuc("inventory", fleet(clusters=[platform(pools=[dict(H100)])]), "--cluster", "c1").out)
     assert "allowMultipleAllocations" not in plain["items"][0]["spec"]["devices"][0]
 

@@ -7,10 +7,11 @@ import re
 import pytest
 import yaml
 
-from compiler.facts import catalog
+from compiler.facts import catalog, load_table
 from compiler.facts.driver import builtin_device_classes, chart_keys, driver_lines, dynamic_mig, mps_control_daemon, parse_driver_version
 from compiler.facts.mig import fit_mix, fit_on_model
 from compiler.facts.platform import gpu_operator
+from harness.components import pins
 
 from conftest import REFERENCE
 
@@ -205,3 +206,13 @@ def test_which_gpus_the_dynamic_mig_gate_partitions_is_the_driver_s_own_rule():
     assert facts.partitions(line["0.5"], "Ampere", mig_mode_on=True) == (True, False)
     assert facts.partitions(line["0.5"], "Ampere", mig_mode_on=False) == (False, True)
 
+
+
+def test_the_argo_cd_the_tests_sync_with_is_the_one_the_facts_name_and_within_the_supported_range():
+    """The supported range says which release the GitOps tests proved the tree on: moving the harness's Argo CD
+    (versions.env) without the fact, or below the minimum the output's features need, fails here."""
+    versions = load_table("argocd")["versions"]
+    def key(v: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in v.lstrip("v").split("."))
+    assert pins()["ARGOCD_VERSION"] == versions["tested"]
+    assert key(versions["minimum"]) <= key(versions["tested"])

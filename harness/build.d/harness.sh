@@ -8,8 +8,9 @@ for pin in "k8s.io/dynamic-resource-allocation $DRA_LIBRARY_VERSION" "go.etcd.io
     fail "harness/go.mod does not require '$pin' (versions.env pins it): cd harness && go get ${pin/ /@} && go mod tidy"
 done
 
-# The harness's own programs: a stamp of their sources, so an edit rebuilds them.
-own="$(cd "$here" && cat go.mod go.sum $(find . -name '*.go' | LC_ALL=C sort) | sha256sum | cut -c1-16)"
+# The harness's own programs: a stamp of their sources, so an edit rebuilds them. harness/node is a module of its own
+# (the kubelet-side DRA client, built and stamped by build.d/node.sh): its files are not this module's.
+own="$(cd "$here" && cat go.mod go.sum $(find . -name '*.go' -not -path './node/*' | LC_ALL=C sort) | sha256sum | cut -c1-16)"
 build "etcd-$ETCD_VERSION" ./cmd/etcd "$here" "$own" -ldflags "-s -w"
 build "allocref-$DRA_LIBRARY_VERSION" ./cmd/allocref "$here" "$own" -ldflags "-s -w"
 

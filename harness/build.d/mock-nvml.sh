@@ -7,7 +7,8 @@
 # -buildmode=c-shared` of ./bridge, CGO_LDFLAGS with its --defsym aliases of the versioned NVML symbols and its
 # soname) into bin/mock-nvml-<src>/libnvidia-ml.so.<LIB_VERSION>, with the Makefile's links libnvidia-ml.so.1
 # and libnvidia-ml.so beside it. cmd/fake-imex and cmd/fake-fabricmanager each hold a daemon and a ctl:
-# bin/fake-imex-<src>, fake-imex-ctl-<src>, fake-fabricmanager-<src>, fake-fabricmanager-ctl-<src>.
+# bin/fake-imex-<src>, fake-imex-ctl-<src>, fake-fabricmanager-<src>, fake-fabricmanager-ctl-<src>. bin/render-pci-sysfs-<src>
+# (its cmd/render-pci-sysfs) writes the fake PCI sysfs tree of a profile: the plugin reads a GPU's PCIe root there.
 # shellcheck shell=bash
 
 mock_src="k8s-test-infra-$K8S_TEST_INFRA_SOURCE"
@@ -31,4 +32,5 @@ for fake in fake-imex fake-fabricmanager; do
   build "$fake-$K8S_TEST_INFRA_SOURCE" "github.com/NVIDIA/k8s-test-infra/cmd/$fake/daemon" "$dir" "$tree" -mod=mod -ldflags "-s -w"
   build "$fake-ctl-$K8S_TEST_INFRA_SOURCE" "github.com/NVIDIA/k8s-test-infra/cmd/$fake/ctl" "$dir" "$tree" -mod=mod -ldflags "-s -w"
 done
+build "render-pci-sysfs-$K8S_TEST_INFRA_SOURCE" github.com/NVIDIA/k8s-test-infra/cmd/render-pci-sysfs "$dir" "$tree" -mod=mod -ldflags "-s -w"
 unset mock_src copy tree dir mock_mk mock_lib_version mock_ldflags mock_lib link fake

@@ -4,8 +4,11 @@ rendered app-of-apps into a real API server, with the real scheduler and workloa
 
 One class owns the processes of a run (in the spirit of Argo CD's e2e fixtures): `GitOpsRun.start()` gives a
 run whose `render()`, `sync()` and the assertions read Argo CD's own state. No kubelet runs: the kubelet
-stand-in (harness/kubelet.py) reports bound pods as started, so a chart's Deployment can become available;
-no NVIDIA image runs, no GPU exists, and operators are played by writing the status fields they write.
+stand-in (harness/kubelet.py) reports bound pods as started (container start is played), so a chart's Deployment can
+become available; no NVIDIA image runs, no GPU exists, and operators are played by writing the status fields they
+write. The workers here are plain nodes, so no claim is prepared in this run: the DRA kubelet plugins prepare gpuc's
+claims on mock GPU nodes in tests/real/test_real_kubelet_plugin.py (harness/node.py), where the stand-in still plays
+container start and with it the readiness of the MPS control daemon's pod, and the ComputeDomain daemons' status.
 """
 
 from __future__ import annotations

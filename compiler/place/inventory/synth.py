@@ -70,15 +70,17 @@ MIB = 1 << 20
 def shared_capacity(mode: str, capacity: dict[str, dict[str, Quantity]]
                     ) -> tuple[dict[str, dict[str, Quantity]], dict[str, dict[str, RequestPolicy]]] | None:
     """What a GPU or MIG device publishes with consumable shares on (demo/specs/consumable-shares/README.md
-    of driver 0.5): allowMultipleAllocations, and a request policy on `memory` (and a `shares` capacity
-    for a number of shares). None when `mode` does not make devices shareable."""
+    of driver 0.5; applyConsumableShares, cmd/gpu-kubelet-plugin/consumable_shares.go at main): allowMultipleAllocations,
+    and a request policy on `memory` whose valid range ends at the device's memory in every mode (the README leaves the
+    maximum out; the code and the real plugin publish it: tests/real/test_real_kubelet_plugin.py), and a `shares`
+    capacity for a number of shares. None when `mode` does not make devices shareable."""
     memory = capacity.get(GPU_DRIVER, {}).get("memory")
     if not mode or memory is None:
         return None
     total = Quantity.of_bytes(memory.bytes // MIB * MIB)
     step = Quantity.of_bytes(MIB)
     if mode == "memory":  # a claim without an amount takes the whole device
-        policy = RequestPolicy(default=total, minimum=step, step=step)
+        policy = RequestPolicy(default=total, minimum=step, maximum=total, step=step)
     else:  # unlimited, or a number of shares: a claim without an amount takes no memory
         policy = RequestPolicy(default=Quantity(0), minimum=Quantity(0), maximum=total, step=step)
     capacities = {GPU_DRIVER: dict(capacity[GPU_DRIVER])}
