@@ -80,6 +80,15 @@ def place_chart(src: Path, dest: Path) -> None:
         meta.write_text(yaml.safe_dump(chart, sort_keys=False))
 
 
+def add_nodes(kube: Kube, workers: dict[str, dict[str, str]]) -> None:
+    """A control-plane node (the DRA driver's controller and the GPU Operator's CRD hook require one), and the workers
+    (name -> labels)."""
+    add_node(kube, "control-plane-0", {"node-role.kubernetes.io/control-plane": ""},
+             [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}])
+    for name, labels in workers.items():
+        add_node(kube, name, labels)
+
+
 def gpuc(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "compiler", *map(str, args)], capture_output=True, text=True, timeout=600)
 
@@ -125,12 +134,7 @@ class GitOpsRun:
                                 controllers=True, workload_controllers=True, apiserver_args=tuple(args))
         try:
             kube = Kube(cp)
-            # a control-plane node (the DRA driver's controller and the GPU Operator's CRD hook require one), and
-            # the workers
-            add_node(kube, "control-plane-0", {"node-role.kubernetes.io/control-plane": ""},
-                     [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}])
-            for name, labels in (nodes or {"worker-0": {}}).items():
-                add_node(kube, name, labels)
+            add_nodes(kube, nodes or {"worker-0": {}})
             kubelet = KubeletStandIn(kube)
             destination = doc["spec"]["gitops"]["destination"]["name"]
             argo = argocd.start(cp, workdir / "argocd", destination=destination, resync_s=5)

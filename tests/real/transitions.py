@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import yaml
 
@@ -31,14 +31,14 @@ from harness.argocd import GitRepo
 from harness.device_plugin import DevicePluginStandIn
 from harness.dra_plugin import PUBLISHER_POD, SlicePublisher
 from harness.kube import Kube
-from harness.kubelet import KubeletStandIn, add_node
+from harness.kubelet import KubeletStandIn
 from harness.mig_manager import MigManagerStandIn
 from harness.pulumi import Run, Stack
 from harness.watch import Event, Recorder
 from modules.program import deploy
 
 from conftest import REPO
-from real.gitops import GitOpsRun, chart_folder, gpuc, place_chart
+from real.gitops import GitOpsRun, add_nodes, chart_folder, gpuc, place_chart
 
 Obj = dict[str, Any]
 DRIVER = "gpu.nvidia.com"
@@ -136,10 +136,21 @@ class Live:
     manual: list[str] = field(default_factory=list)  # checks only a person can do, as the plan words them
     skipped: list[str] = field(default_factory=list)  # checks of a deployer this run does not have (Argo CD's, under Pulumi)
 
-    def stop_watching(self) -> None:
+    def stop(self) -> None:
+        """The stand-ins and watches first, then what deploys (Argo CD, the stack) and the control plane."""
         for part in [*self.extra, self.device_plugin, self.publisher, self.daemonsets, self.slices, self.nodes]:
             if part is not None:
                 part.stop()
+        self.stop_deployer()
+
+    def stop_deployer(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
     @property
     def cluster_file(self) -> Path:
@@ -309,15 +320,8 @@ class Transition(Live):
         run.fleet = run.repo.path / "fleet"
         return cls(run=run, cp=run.cp, kube=run.kube, repo=run.repo, fleet=run.fleet, cluster=cluster, argo=run.argo, **parts)
 
-    def stop(self) -> None:
-        self.stop_watching()
+    def stop_deployer(self) -> None:
         self.run.stop()
-
-    def __enter__(self) -> Transition:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def sync_base(self) -> str:
         """The base rendered, committed and synced through the app-of-apps: every Application Synced and Healthy."""
@@ -394,10 +398,7 @@ class StackTransition(Live):
         kubelet: KubeletStandIn | None = None
         try:
             kube = Kube(cp)
-            add_node(kube, "control-plane-0", {"node-role.kubernetes.io/control-plane": ""},
-                     [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}])
-            for name in gpu_nodes:
-                add_node(kube, name, dict(GPU_NODE_LABELS))
+            add_nodes(kube, {name: dict(GPU_NODE_LABELS) for name in gpu_nodes})
             kubelet = KubeletStandIn(Kube(cp), full_grace=True)
             project = workdir / "project"
             repo = GitRepo.init(project)
@@ -422,16 +423,9 @@ class StackTransition(Live):
         return cls(stack=stack, kubelet=kubelet, stand_ins=stand_ins, cp=cp, kube=kube, repo=repo, fleet=fleet, cluster=cluster,
                    base=base, **parts)
 
-    def stop(self) -> None:
-        self.stop_watching()
+    def stop_deployer(self) -> None:
         self.kubelet.stop()
         self.cp.stop()
-
-    def __enter__(self) -> StackTransition:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def up(self) -> Run:
         run = self.stack.up()
