@@ -44,11 +44,21 @@ def class_types(cluster: ResolvedCluster, objects: list[KubeObject]) -> dict[str
     first = {sel.driver_and_type(t): t for t in set(types.values())}
     for obj in objects:
         if obj.kind == "DeviceClass":
-            selectors = obj.manifest.get("spec", {}).get("selectors") or [{}]
-            found = first.get(selectors[0].get("cel", {}).get("expression", ""))
+            found = first.get(_first_expression(obj.manifest))
             if found is not None:
                 out[obj.name] = found
     return out
+
+
+def _first_expression(manifest: dict) -> str:
+    """The CEL expression of a DeviceClass's first selector, "" where its shape holds none: the checks read objects a
+    user may have damaged (a --state file, a hand edit), which get findings, never a traceback."""
+    spec = manifest.get("spec")
+    selectors = spec.get("selectors") if isinstance(spec, dict) else None
+    selector = selectors[0] if isinstance(selectors, list) and selectors else None
+    cel = selector.get("cel") if isinstance(selector, dict) else None
+    expression = cel.get("expression") if isinstance(cel, dict) else None
+    return expression if isinstance(expression, str) else ""
 
 
 def budget_limits(budget: Budget, index: int, types: dict[str, str]) -> list[Limit]:
