@@ -479,7 +479,7 @@ class KubeletPlugin:
         try:
             self._wait("its registration socket", self.registration.exists, timeout)
             self.info = client.register(self)
-            self._wait("its ResourceSlices on the API server", lambda: bool(self.slices(kube)), timeout)
+            self._wait("its ResourceSlices on the API server", lambda: pool_complete(self.slices(kube)), timeout)
         except BaseException:
             self.stop()
             raise
@@ -508,6 +508,16 @@ class KubeletPlugin:
 
     def stop(self) -> None:
         stop_group(self.proc)
+
+
+def pool_complete(slices: list[Obj]) -> bool:
+    """Every slice of the pool's newest generation is on the API server: a plugin publishes its pool in several slices
+    (on Kubernetes 1.35+ its counters apart from its devices, seen with DynamicMIG), so the first one alone is part of it."""
+    if not slices:
+        return False
+    newest = max(s["spec"]["pool"]["generation"] for s in slices)
+    current = [s for s in slices if s["spec"]["pool"]["generation"] == newest]
+    return len(current) == current[0]["spec"]["pool"]["resourceSliceCount"]
 
 
 # -- kubelet's gRPC client ---------------------------------------------------------------------------------------------
