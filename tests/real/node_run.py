@@ -11,9 +11,8 @@ kubelet's DRA part prepares every pod bound on a mock node.
 
 from __future__ import annotations
 
-import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from harness.scheduling import Verdicts, publish_classes, schedule_plan
 from harness.trees import tree_objects
 
 from conftest import gpuc
+from real.waiting import wait_for
 
 Obj = dict[str, Any]
 SETTLED_AFTER = 3  # failed prepares of a pod before the tests take its failure as the plugin's answer
@@ -212,17 +212,6 @@ def start_cluster(mock: MockNodes, fleet: Path, tree: Path, cluster: str, *, api
         wait_for(f"the ComputeDomain controller's channel template {ns}/{name}",
                  lambda: kube.get("resource.k8s.io/v1", "ResourceClaimTemplate", name, ns), 60)  # noqa: B023
     return run
-
-
-def wait_for(what: str, probe: Callable[[], Any], timeout: float = 120, interval: float = 0.1) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not after {timeout:.0f} s")
-        time.sleep(interval)
 
 
 def schedule_and_prepare(mock: MockNodes, run: ClusterRun, timeout: float = 120) -> dict[str, PodRecord]:

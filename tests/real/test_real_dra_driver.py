@@ -47,6 +47,7 @@ from harness.trees import apply_tree, tree_objects
 from check_support import claim_devices, example_cluster, run_checks
 from conftest import EXAMPLES, cluster_doc, gpuc, workload_doc, write_fleet
 from real.reference import crds_of
+from real.waiting import wait_for
 
 EXAMPLE_CLUSTERS = ["prod-east", "staging", "lab", "west"]
 CLAIM_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
@@ -556,18 +557,6 @@ def test_gpuc_refuses_no_config_the_driver_takes(webhooks: Webhooks, case: Case)
 
 
 # -- the ComputeDomain controller --------------------------------------------------------------------------------------
-
-
-def wait_for(what: str, probe: Callable[[], Any], timeout: float = 60, log: Callable[[], str] | None = None) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            tail = "\n".join(log().splitlines()[-30:]) if log else ""
-            raise AssertionError(f"{what}: not after {timeout:.0f} s\n{tail}")
-        time.sleep(0.25)
 
 
 def simulate_daemons(kube: Kube, cd: dict[str, Any], daemon_set: dict[str, Any], nodes: list[str], namespace: str) -> None:
