@@ -144,8 +144,14 @@ def test_named_mig_layout_filters_by_device_id(fleet):
                                                       "mig-devices": {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}}]
 
 
-def test_node_names_become_label_patches(fleet):
-    compiled = compile_single(fleet(clusters=[cluster_doc(pools=[dict(H100, nodeNames=["gpu-1", "gpu-2"])])]))
+@pytest.mark.parametrize("operator", [{"mode": "helm", "version": "v25.10.1"}, {"mode": "patch"}, {"mode": "none"},
+                                      {"mode": "gpuCluster", "version": "v26.7.0"}], ids=lambda o: o["mode"])
+def test_node_names_become_label_patches(fleet, operator):
+    """In every operator mode: gpuCluster mode once had none, and a cluster moved to it kept the ClusterPolicy mode's
+    Node patches, which Argo CD does not prune (Delete=false), OutOfSync for good (tests/real/test_real_transitions.py)."""
+    driver = "0.5.1" if operator["mode"] == "gpuCluster" else "25.12.0"
+    compiled = compile_single(fleet(clusters=[cluster_doc(driver=driver, gpuOperator=operator,
+                                                          pools=[dict(H100, nodeNames=["gpu-1", "gpu-2"])])]))
     nodes = [o for o in compiled.objects if o.kind == "Node"]
     assert [n.name for n in nodes] == ["gpu-1", "gpu-2"]
     assert all(n.patch and n.manifest["metadata"]["labels"] == {"nvidia.com/gpu.dra": "true"} for n in nodes)

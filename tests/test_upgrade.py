@@ -176,6 +176,31 @@ def test_the_move_to_gpucluster_drains_every_gpu_pod_and_places_them_again_at_th
     assert yaml.safe_load(second.files["values/gpu-operator.yaml"])["gpuCluster"]["deployCR"] is True
 
 
+def test_the_clusterpolicy_is_deleted_in_the_background_by_argo_cd_and_by_hand_under_pulumi(tmp_path: Path) -> None:
+    """The ClusterPolicy reconciler recreates its operands while a foreground deletion waits for them, so it never goes
+    (seen with the real operator: tests/real/test_real_transitions.py): Argo CD prunes the GPU Operator's objects in the
+    background. Helm keeps the ClusterPolicy its chart stops rendering, so a cluster deployed by `pulumi up` deletes it
+    by hand, in the background, before the step counts as done."""
+    fleet, plan = plan_for(tmp_path / "argocd", HAZARDS["ClusterPolicy to GPUCluster"])
+    for step in plan.steps:
+        apps = {Path(f).name: yaml.safe_load(text) for f, text in step.files.items() if f.startswith("argocd/")}
+        options = {name: app["spec"]["syncPolicy"]["syncOptions"] for name, app in apps.items() if app.get("kind") == "Application"}
+        assert "PrunePropagationPolicy=background" in options["c1-gpu-operator.yaml"]
+        assert [name for name, opts in options.items() if any(o.startswith("PrunePropagationPolicy") for o in opts)] == \
+            ["c1-gpu-operator.yaml"], options  # the others keep Argo CD's default, foreground
+    assert [c.kind for c in plan.steps[0].done if c.target.get("kind") == "ClusterPolicy"] == ["absent"]
+
+    base_spec, base_pools, head_patch, head_pools, workloads, kinds = HAZARDS["ClusterPolicy to GPUCluster"]
+    doc = cluster_doc("c1", pools=base_pools, **base_spec)
+    del doc["spec"]["gitops"]
+    fleet = given(tmp_path / "pulumi", doc, workloads)
+    change(fleet, head_patch, head_pools)
+    first = upgrade_fleet(fleet, "base").clusters[0].steps[0]
+    policy = [c for c in first.done if c.target.get("kind") == "ClusterPolicy"]
+    assert [c.kind for c in policy] == ["deleted", "absent"]
+    assert "`kubectl delete clusterpolicy cluster-policy --cascade=background`" in policy[0].text
+
+
 def test_a_step_rendered_from_its_intent_is_the_tree_the_plan_wrote(tmp_path: Path) -> None:
     """What the user commits for a step (spec.transition added to the Cluster, rendered by gpuc) is byte for byte the
     tree the plan shows: the plan and the render are one compilation."""

@@ -115,7 +115,10 @@ def lower_argocd(compiled: CompiledCluster) -> list[KubeObject]:
                     "path": f"{base}/{RELEASES_DIR}/{release.name}"}] if release.name in with_objects else []),
             ],
             "syncPolicy": {"automated": {"prune": True, "selfHeal": True},
-                           "syncOptions": ["CreateNamespace=true", "ServerSideApply=true"], "retry": RETRY},
+                           "syncOptions": ["CreateNamespace=true", "ServerSideApply=true",
+                                           *([f"PrunePropagationPolicy={release.prune_propagation}"]
+                                             if release.prune_propagation else [])],
+                           "retry": RETRY},
         }
         app = make_object(ARGO_API, "Application", f"{compiled.name}-{release.name}", namespace=gitops.namespace,
                           wave=release.wave, component=f"argocd/{release.component}", origin=release.origin,

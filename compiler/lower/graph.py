@@ -122,6 +122,9 @@ class HelmRelease:
     # the names the same release had under other charts (the DRA driver: 25.x nvidia-dra-driver-gpu, 0.4+
     # dra-driver-nvidia-gpu): a deployer that keys releases by name treats a rename as a replacement of the old one
     formerly: tuple[str, ...] = ()
+    # how a deployer deletes the objects the release stops rendering ("" the deployer's default): the GPU Operator's
+    # ClusterPolicy goes only in the background (facts/data/operators.yaml prunePropagation)
+    prune_propagation: str = ""
 
     @property
     def source(self) -> str:

@@ -192,14 +192,17 @@ def lower_node_config(cluster: ResolvedCluster, driver_values: dict[str, Any]
         releases.append(HelmRelease(
             name=facts["releaseName"], namespace=op.namespace,
             chart=ChartRef(facts["chart"]["name"], facts["chart"]["repository"], op.version or ""),
-            values=gpu_cluster_values(cluster, driver_values), wave=Wave.CHARTS, component="gpu-operator", origin=ref))
-        return releases, objects, pool_labels(cluster)
+            values=gpu_cluster_values(cluster, driver_values), wave=Wave.CHARTS, component="gpu-operator",
+            prune_propagation=facts["prunePropagation"], origin=ref))
+        labels = pool_labels(cluster)
+        return releases, node_patches(cluster, labels), labels
     settings = operator_settings(cluster)
     if op.mode == "helm":
         releases.append(HelmRelease(
             name=facts["releaseName"], namespace=op.namespace,
             chart=ChartRef(facts["chart"]["name"], facts["chart"]["repository"], op.version or ""),
             values={**settings, **nfd_tolerations(cluster), **held_resource(cluster)}, wave=Wave.CHARTS, component="gpu-operator",
+            prune_propagation=facts["prunePropagation"],
             origin=ref))
     elif op.mode == "patch":
         objects.append(make_object(
@@ -215,6 +218,13 @@ def lower_node_config(cluster: ResolvedCluster, driver_values: dict[str, Any]
             component="node-config", origin=ref, body={"data": {facts["migConfigMapKey"]: text}},
             sources={"": ("spec.nodePools",)}))
     labels = pool_labels(cluster)
+    return releases, objects + node_patches(cluster, labels), labels
+
+
+def node_patches(cluster: ResolvedCluster, labels: dict[str, dict[str, str]]) -> list[KubeObject]:
+    """The labels of the pools that list nodeNames, as Node patches, whoever runs the operands: one mode without them
+    would leave the nodes of the mode before with patches Argo CD may not prune (Delete=false), OutOfSync for good."""
+    out = []
     for pool in cluster.pools:
         mates = cluster.node_mates(pool)
         if mates[0] is not pool:
@@ -222,8 +232,8 @@ def lower_node_config(cluster: ResolvedCluster, driver_values: dict[str, Any]
         merged = {k: v for p in mates for k, v in labels[p.name].items()}
         for node in pool.spec.node_names or []:
             if merged:
-                objects.append(make_object(
-                    "v1", "Node", node, wave=Wave.NODE_CONFIG, component="node-config", origin=ref,
+                out.append(make_object(
+                    "v1", "Node", node, wave=Wave.NODE_CONFIG, component="node-config", origin=cluster.intent.source,
                     labels=dict(sorted(merged.items())), annotations={SYNC_OPTIONS: SSA_PATCH, **PATCH_FORCE}, patch=True,
                     managed=False, sources={"": (f"spec.nodePools[{pool.index}].nodeNames", f"spec.nodePools[{pool.index}]")}))
-    return releases, objects, labels
+    return out

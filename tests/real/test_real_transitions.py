@@ -31,10 +31,12 @@ What the harness plays, and how:
   where the operator would run the device plugin (a ClusterPolicy with devicePlugin.enabled, GFD's
   nvidia.com/gpu.present, no nvidia.com/gpu.deploy.device-plugin=false: the label gpuc sets), else 0.
 - Node Feature Discovery and GPU Feature Discovery: the test registers the GPU nodes with their labels.
+- the GPU Operator's controller runs for real in the move to a GPUCluster: its manager (harness/operators.py)
+  reconciles the ClusterPolicy and then the GPUCluster, and the stand-in kubelet reports its operands' pods Running.
 - the GPU Operator's MIG Manager (harness/mig_manager.py): applies a node's nvidia.com/mig.config once no pod holds a
   GPU there, and reports it in nvidia.com/mig.config.state.
-No NVIDIA image runs; the GPU Operator and DRA driver controllers do not run (their Deployments' pods are reported
-Running); the DRA driver 0.5.1 chart is rendered from the 0.5.0-dev chart (no 0.5 tag exists).
+No NVIDIA image runs; the DRA driver's controllers do not run, nor the GPU Operator's but in the move above (their
+Deployments' pods are reported Running); the DRA driver 0.5.1 chart is rendered from the 0.5.0-dev chart (no 0.5 tag exists).
 """
 
 from __future__ import annotations
@@ -47,10 +49,13 @@ import pytest
 import yaml
 from pulumi.automation.errors import CommandError
 
+from harness import operators
+
 from conftest import cluster_doc, workload_doc, write_fleet
 from real.transitions import (
     GPU,
     MIG_CONFIG,
+    TIMEOUT,
     Checks,
     Live,
     Obj,
@@ -63,6 +68,7 @@ from real.transitions import (
     first,
     plugin_daemonsets,
     server_minor,
+    wait_until,
 )
 
 H100 = {"name": "h100", "nodes": 1, "gpu": {"model": "H100-80GB", "count": 2}, "nodeNames": ["h100-0"]}
@@ -109,8 +115,8 @@ def drive(t: Live, change: Callable[[Path], None], tmp_path: Path, kinds: list[s
             t.up()
             checks.hold(step["done"], revision)
         t.assert_kept(step)
-        restarted = {f["pod"] for f in step["pods"] if f["fate"] == "restarted"}
-        assert set(checks.drained) & set(t.running) <= restarted, f"step {step['step']} took down pods it does not restart"
+        taken_down = {f["pod"] for f in step["pods"] if f["fate"] in ("restarted", "waiting")}  # waiting: not running
+        assert set(checks.drained) & set(t.running) <= taken_down, f"step {step['step']} took down pods it does not restart"
         t.assert_still_running(exclude=set(checks.drained))  # no running pod loses its allocation unless restarted
         t.follow(step, checks.drained)
         previous = step["done"]
@@ -240,6 +246,61 @@ def test_a_kubernetes_minor_upgrade_keeps_every_claim_and_pod(tmp_path: Path) ->
         t.assert_manages_the_head(removed_apps=set())
 
 
+
+
+def test_the_gpu_operator_moves_from_its_clusterpolicy_to_a_gpucluster(tmp_path: Path) -> None:
+    """GPU Operator 26.7 from ClusterPolicy mode (with the 25.12 DRA driver release beside it) to gpuCluster mode, where
+    the operator's GPUCluster installs the DRA driver (0.5). The real GPU Operator manager runs against the cluster
+    (harness/operators.py, with the settings of the chart's own Deployment as synced): step 1 drains the GPU node and
+    removes the ClusterPolicy (the chart renders none; Argo CD prunes it in the background, which alone lets it go while
+    the operator reconciles it) with its operands and the driver release; step 2 deploys the GPUCluster, from which the
+    operator makes its DRA kubelet plugin, whose pod publishes the node's devices again, and the drained pod runs again."""
+    def change(fleet: Path) -> None:
+        edit_spec(fleet, lambda spec: (spec["gpuOperator"].update(mode="gpuCluster"), spec["draDriver"].update(version="0.5.1")))
+
+    fleet = given(tmp_path, [H100], [TRAIN], gpuOperator={"mode": "helm", "version": "v26.7.0"},
+                  draDriver={"version": "25.12.0", "nvidiaDriverRoot": "/"})
+    with Transition.start(tmp_path / "run", fleet, change, gpu_nodes={"h100-0": 2}, operator_plugin=OPERATOR_PLUGIN) as t:
+        t.sync_base()
+        t.start_pods()
+        deployment = t.kube.get("apps/v1", "Deployment", "gpu-operator", "gpu-operator")
+        assert deployment is not None
+        container = next(c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "gpu-operator")
+        env = {e["name"]: str(e["value"]) for e in container.get("env") or [] if "value" in e}
+        with operators.start_gpu_operator(t.cp, tmp_path / "gpu-operator", env=env):
+            wait_until(lambda: operands_of(t, "ClusterPolicy"), "the ClusterPolicy's operands", TIMEOUT, t.argo)
+            steps = drive(t, change, tmp_path, ["operator-resource"])
+            assert [s["title"] for s in steps] == ["Remove the GPU Operator's ClusterPolicy", "Deploy the GPU Operator's GPUCluster"]
+            assert [(f["pod"], f["fate"]) for f in steps[-1]["pods"]] == [("research/train-0", "placed")]
+            assert "research/train-0" in t.running  # follow() saw it run again, its claim allocated on the operator's devices
+
+        old = ("nvidia-dra-driver-gpu", "nvidia-dra-driver-gpu-kubelet-plugin")
+        assert t.plugins == {old, OPERATOR_PLUGIN}
+        assert double_publishers(t) == []
+        events = [e for e, _ in plugin_daemonsets(t) if e is not None]
+        deleted, created = first(events, "DELETED", old), first(events, "ADDED", OPERATOR_PLUGIN)
+        assert deleted is not None and created is not None and deleted < created, [(e.type, e.key) for e in events]
+        # the ClusterPolicy's operands (its container toolkit, GFD, validator...) were all gone before the GPUCluster's came
+        came = next(live for e, live in t.daemonsets.replay() if e is not None and e.type == "ADDED" and e.key == OPERATOR_PLUGIN)
+        assert not [k for k, o in came.items() if owner_kinds(o) & {"ClusterPolicy"}], sorted(came)
+        assert [(p.what, p.pod.rsplit("-", 1)[0]) for p in t.publisher.log] == [
+            ("published", "nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin"),
+            ("wiped", "nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin"),
+            ("published", "gpu-operator/nvidia-dra-driver-kubelet-plugin")]
+        t.assert_manages_the_head(removed_apps={"c1-nvidia-dra-driver-gpu"})
+
+
+def owner_kinds(obj: Obj) -> set[str]:
+    return {r.get("kind", "") for r in obj.get("metadata", {}).get("ownerReferences") or []}
+
+
+def operands_of(t: Live, kind: str) -> list[str]:
+    """The DaemonSets the GPU Operator runs for its custom resource of `kind` (its controller reference)."""
+    found = t.kube.dyn.get(t.kube.resource("apps/v1", "DaemonSet"), namespace="gpu-operator").to_dict()["items"]
+    return [d["metadata"]["name"] for d in found if kind in owner_kinds(d)]
+
+
+OPERATOR_PLUGIN = ("gpu-operator", "nvidia-dra-driver-kubelet-plugin")  # GPU Operator v26.7.0 manifests/state-dra-driver
 
 # -- the same changes under `pulumi up` ----------------------------------------------------------------------------------
 

@@ -46,8 +46,14 @@ GPU = "nvidia.com/gpu"
 MIG_CONFIG = "nvidia.com/mig.config"
 MIG_STATE = "nvidia.com/mig.config.state"
 # What Node Feature Discovery and GPU Feature Discovery put on a GPU node (the DRA kubelet plugin's default affinity
-# needs the first, the GPU Operator's operands the second): the test sets them when it registers a GPU node.
-GPU_NODE_LABELS = {"feature.node.kubernetes.io/pci-10de.present": "true", "nvidia.com/gpu.present": "true"}
+# needs the PCI vendor label, the GPU Operator its OS and kernel labels, its operands nvidia.com/gpu.present): the test
+# sets them when it registers a GPU node.
+GPU_NODE_LABELS = {"feature.node.kubernetes.io/pci-10de.present": "true", "nvidia.com/gpu.present": "true",
+                   "feature.node.kubernetes.io/system-os_release.ID": "ubuntu",
+                   "feature.node.kubernetes.io/system-os_release.VERSION_ID": "24.04",
+                   "feature.node.kubernetes.io/kernel-version.full": "6.8.0-60-generic"}
+# A node without GPUs besides them: where the charts' controllers go again when a step drains the GPU nodes.
+WORKER = "worker-0"
 PAUSE = "registry.k8s.io/pause:3.10"  # never pulled: the kubelet stand-in reports it running
 TIMEOUT = 600  # one wait: a chart's deletion or a sync on a shared 2-core machine
 
@@ -61,14 +67,19 @@ class Catalog:
         self.entries: dict[tuple[tuple[str, str], str, str], list[Obj]] = {}
         self.mig: MigManagerStandIn | None = None  # who knows the layout a node's GPUs have now, when one runs
 
-    def add(self, fleet: Path, cluster: str) -> tuple[str, str] | None:
-        """Add what `fleet`'s release of `cluster` publishes; the (namespace, name) of its kubelet-plugin DaemonSet."""
+    def add(self, fleet: Path, cluster: str, by_operator: tuple[str, str] | None = None) -> tuple[str, str] | None:
+        """Add what `fleet`'s DRA driver of `cluster` publishes; the (namespace, name) of its kubelet-plugin DaemonSet:
+        its release's, or `by_operator` where the GPU Operator's GPUCluster installs the driver (gpuc does not name the
+        operator's DaemonSet; the caller does)."""
         outcome = compile_fleet(fleet, CompileOptions(only=cluster, detail=True, allow_infeasible=True)).clusters[cluster]
         assert outcome.compiled is not None, outcome.infeasible
-        driver = shape_of(outcome.compiled).driver
-        if driver is None:
+        shape = shape_of(outcome.compiled)
+        if shape.driver is not None:
+            plugin = (shape.driver.namespace, shape.driver.daemonset)
+        elif shape.driver_by_operator and by_operator is not None:
+            plugin = by_operator
+        else:
             return None
-        plugin = (driver.namespace, driver.daemonset)
         layout = {n: labels.get(MIG_CONFIG, "") for p in outcome.compiled.cluster.pools
                   for labels in [outcome.compiled.node_labels.get(p.name, {})] for n in _nodes(p)}
         result = gpuc("inventory", fleet, "--cluster", cluster, "--output", "json")
@@ -302,16 +313,17 @@ class Transition(Live):
     @classmethod
     def start(cls, workdir: Path, given: Path, change: Callable[[Path], None], *, cluster: str = "c1", gpu_nodes: dict[str, int],
               node_labels: dict[str, dict[str, str]] | None = None, device_plugin: bool = False,
-              mig_manager: bool = False) -> Transition:
+              mig_manager: bool = False, operator_plugin: tuple[str, str] | None = None) -> Transition:
         """A GitOpsRun of `given` with `gpu_nodes` (name -> GPUs, each with GPU_NODE_LABELS and `node_labels`), the
         kubelet plugin stand-in for the driver releases of the base and of the head (`change` applied to a copy of the
         fleet), the device plugin and MIG Manager stand-ins when asked, and the watches."""
-        nodes = {n: {**GPU_NODE_LABELS, **(node_labels or {}).get(n, {})} for n in gpu_nodes}
+        nodes = {WORKER: {}, **{n: {**GPU_NODE_LABELS, **(node_labels or {}).get(n, {})} for n in gpu_nodes}}
         run = GitOpsRun.start(workdir, cluster, given, nodes=nodes)
         run.kubelet.full_grace = True  # a deleted pod stops when its grace period ends: no order holds by quickness
         try:
             catalog = Catalog()
-            plugins = {p for p in (catalog.add(run.fleet, cluster), catalog.add(_changed(run.fleet, change, workdir), cluster)) if p}
+            head = _changed(run.fleet, change, workdir)
+            plugins = {p for p in (catalog.add(run.fleet, cluster, operator_plugin), catalog.add(head, cluster, operator_plugin)) if p}
             parts = _watch(run.cp, run.kubelet, catalog, plugins, gpu_nodes, device_plugin, mig_manager)
         except BaseException:
             run.stop()
@@ -642,6 +654,16 @@ def both_plugins(t: Live, since: float = 0.0) -> list[str]:
 
 # -- the plan's checks, against the live cluster ---------------------------------------------------------------------
 
+def kube_object(kube: Kube, target: Obj) -> Obj | None:
+    """The object a check names; None where it does not exist, its kind not served included (its CRD never installed)."""
+    try:
+        return kube.get(target["apiVersion"], target["kind"], target["name"], target.get("namespace"))
+    except Exception as exc:
+        if "not find" in str(exc) or "NotFound" in type(exc).__name__:
+            return None
+        raise
+
+
 @dataclass
 class Checks:
     """Evaluates plan.json checks, waiting until each holds; what a user does by hand it does. `restarts` are the
@@ -678,6 +700,10 @@ class Checks:
             for n in target["nodes"]:
                 t.kube.dyn.patch(t.kube.resource("v1", "Node"), name=n, body={"metadata": {"labels": target["labels"]}},
                                  content_type="application/merge-patch+json")
+        elif kind == "deleted":  # `kubectl delete`: background propagation, its default
+            if kube_object(t.kube, target) is not None:
+                t.kube.dyn.delete(t.kube.resource(target["apiVersion"], target["kind"]), name=target["name"],
+                                  namespace=target.get("namespace"), body={"propagationPolicy": "Background"})
         elif kind == "restarted":
             self.restarted_at[(target["namespace"], target["daemonSet"])] = rollout_restart(t.kube, target["namespace"],
                                                                                             target["daemonSet"])
@@ -686,11 +712,11 @@ class Checks:
 
     def holds(self, check: Obj, revision: str) -> bool:
         kube, kind, target = self.t.kube, check["kind"], check["target"]
-        if kind == "absent":
+        if kind in ("absent", "deleted"):
             try:
-                return kube.get(target["apiVersion"], target["kind"], target["name"], target.get("namespace")) is None
-            except Exception as exc:  # the kind is not served (its CRD never installed): nothing of it exists
-                return "not find" in str(exc) or "NotFound" in type(exc).__name__
+                return kube_object(kube, target) is None
+            except Exception:  # the API server restarting, say: not yet
+                return False
         if kind == "no-pods":
             return not [p for p in kube.items("v1", "Pod", target["namespace"])
                         if any(r.get("kind") == "DaemonSet" and r.get("name") == target["daemonSet"]

@@ -23,6 +23,8 @@ class Check:
     - server-version: the API server reports Kubernetes {minor}
     - ready: the custom resource {apiVersion, kind, name} reports status.state {state}
     - cordoned / uncordoned: the nodes of {nodes} are unschedulable (or schedulable again); a step's own action
+    - deleted: the object {apiVersion, kind, name} is deleted by hand (background propagation) once the step is deployed;
+      a step's own action
     - restarted: the pods of DaemonSet {namespace, daemonSet} on {nodes} were replaced after the checks before it held
       (`kubectl rollout restart`, then `rollout status`); a step's own action
     """

@@ -204,7 +204,7 @@ def _operator_swap(before: Shape, after: Shape, hazard: Hazard, busy: dict[str, 
     owner = [] if ours else [Check(
         "the ClusterPolicy's owner has removed it, with the GPU Operator install it belongs to (gpuc only patched it): "
         "`kubectl get clusterpolicies` lists none", "absent", _operator_object(before, policy))]
-    gone = [Check(f"the {policy} is gone", "absent", _operator_object(before, policy))] if ours else []
+    gone = [*_deleted_by_hand(before, policy), Check(f"the {policy} is gone", "absent", _operator_object(before, policy))] if ours else []
     if before.driver is not None:
         gone += _driver_gone(before, before.driver)
     pods = sorted({p for v in busy.values() for p in v})
@@ -221,6 +221,18 @@ def _operator_swap(before: Shape, after: Shape, hazard: Hazard, busy: dict[str, 
                   before=[Check("step 1's checks hold", "previous")],
                   done=[*ready, *_driver_up(after, _dra_nodes(after)), _uncordoned(gpu_nodes, "the GPU nodes"), *_rendered_synced(after)])
     return [first, second]
+
+
+def _deleted_by_hand(shape: Shape, kind: str) -> list[Check]:
+    """Helm keeps the ClusterPolicy its chart stops rendering (helm.sh/resource-policy: keep); Argo CD prunes it all
+    the same, so only a cluster deployed by `pulumi up` (a Helm release) needs it deleted by hand, in the background
+    as kubectl does by default: in the foreground it never goes (facts/data/operators.yaml prunePropagation)."""
+    facts = gpu_operator()
+    if shape.gitops_namespace or kind != "ClusterPolicy" or not facts["helmKeepsClusterPolicy"]:
+        return []
+    return [Check(f"once `pulumi up` of this step is done, delete the ClusterPolicy: Helm keeps it (the chart annotates it "
+                  f"helm.sh/resource-policy: keep): `kubectl delete clusterpolicy {facts['clusterPolicyName']} "
+                  f"--cascade={facts['prunePropagation']}`", "deleted", _operator_object(shape, kind))]
 
 
 def _operator_object(shape: Shape, kind: str) -> dict[str, Any]:
