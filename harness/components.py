@@ -68,6 +68,14 @@ def apiserver_releases() -> list[Release]:
     return [Release(v) for v in pins()["KUBE_APISERVER_RELEASES"].split()]
 
 
+def controller_release(minor: str, apiserver: Release) -> Release:
+    """The release of the scheduler and controllers beside an API server of `apiserver` serving `minor`: that minor's
+    own where versions.env builds one (their clients read resource.k8s.io in their own minor's version, whatever
+    they emulate), else the API server's."""
+    own = [Release(v) for v in pins()["KUBE_CONTROLLER_RELEASES"].split() if Release(v).minor == minor]
+    return own[0] if own else apiserver
+
+
 def newest() -> Release:
     return Release(pins()["KUBE_SCHEDULER_RELEASE"])
 

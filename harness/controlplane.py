@@ -134,7 +134,7 @@ def _start_the_rest(cp: ControlPlane) -> None:
     if cp.controllers or cp.workload_controllers:
         _start_controllers(cp, workloads=cp.workload_controllers)
     if cp.scheduler:
-        _start_scheduler(cp, cp.feature_gates)
+        _start_scheduler(cp)
 
 
 def restart(cp: ControlPlane, emulated_minor: str | None) -> None:
@@ -177,7 +177,7 @@ def _start_etcd(cp: ControlPlane) -> None:
 def _start_apiserver(cp: ControlPlane) -> None:
     """kube-apiserver on the control plane's etcd, behaving as its minor; on a restart, at the same port with the
     same certificates and service-account key."""
-    gates, runtime_config, extra = cp.feature_gates, cp.runtime_config, cp.apiserver_args
+    runtime_config, extra = cp.runtime_config, cp.apiserver_args
     certs = cp.workdir / "certs"
     certs.mkdir(exist_ok=True)
     sa_key = cp.workdir / "sa.key"
@@ -185,9 +185,8 @@ def _start_apiserver(cp: ControlPlane) -> None:
         subprocess.run(["openssl", "genrsa", "-out", str(sa_key), "2048"], check=True, capture_output=True)
     tokens = cp.workdir / "tokens.csv"
     tokens.write_text(f'{ADMIN_TOKEN},admin,1,"system:masters"\n{VIEWER_TOKEN},viewer,2\n')
-    minor = cp.minor
-    runtime, gate = _DRA_BETA_SWITCHES.get(minor, ("", ""))
-    all_gates = {k: v == "true" for k, v in (item.split("=") for item in gate.split(",") if item)} | gates
+    runtime = _DRA_BETA_SWITCHES.get(cp.minor, ("", ""))[0]
+    all_gates = _gates(cp)
     cp.port = cp.port or free_port()
     argv = [
         str(components.binary(f"kube-apiserver-{cp.release.version}")),
@@ -225,18 +224,18 @@ def _start_controllers(cp: ControlPlane, workloads: bool = False) -> None:
     of Deployments, ReplicaSets, DaemonSets and Jobs too (harness/kubelet.py reports their pods started)."""
     kubeconfig = str(cp.kubeconfig())
     cp._spawn("kube-controller-manager", [
-        str(components.binary(f"kube-controller-manager-{components.newest().version}")),
+        str(components.binary(f"kube-controller-manager-{_controllers_release(cp).version}")),
         "--kubeconfig", kubeconfig, "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig,
         "--controllers", "resourceclaim-controller,serviceaccount-controller,namespace-controller,garbage-collector-controller,"
         "resourcequota-controller"
         + ("," + WORKLOAD_CONTROLLERS if workloads else ""),
         "--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", "0", "--use-service-account-credentials=false",
-        *_emulation(cp),
+        *_controller_emulation(cp), *(["--feature-gates", _gates_flag(_gates(cp))] if _gates(cp) else []),
     ])
     cp._wait("kube-controller-manager", lambda: cp.get("/api/v1/namespaces/default/serviceaccounts/default")[0] == 200, 60)
 
 
-def _start_scheduler(cp: ControlPlane, gates: dict[str, bool]) -> None:
+def _start_scheduler(cp: ControlPlane) -> None:
     kubeconfig = str(cp.kubeconfig())
     config = cp.workdir / "scheduler.yaml"
     # Leader election off; the client's rate limit raised so 1,000 binds are not throttled.
@@ -248,12 +247,12 @@ def _start_scheduler(cp: ControlPlane, gates: dict[str, bool]) -> None:
     }))
     port = free_port()
     argv = [
-        str(components.binary(f"kube-scheduler-{components.newest().version}")),
+        str(components.binary(f"kube-scheduler-{_controllers_release(cp).version}")),
         "--config", str(config), "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig,
-        "--bind-address", "127.0.0.1", "--secure-port", str(port), "--cert-dir", str(cp.workdir / "scheduler-certs"), *_emulation(cp),
+        "--bind-address", "127.0.0.1", "--secure-port", str(port), "--cert-dir", str(cp.workdir / "scheduler-certs"), *_controller_emulation(cp),
     ]
-    if gates:
-        argv += ["--feature-gates", _gates_flag(gates)]
+    if _gates(cp):
+        argv += ["--feature-gates", _gates_flag(_gates(cp))]
     cp._spawn("kube-scheduler", argv)
     # /readyz holds until the scheduler's informers have synced (always allowed without credentials)
     insecure = ssl.create_default_context()
@@ -269,6 +268,18 @@ def _start_scheduler(cp: ControlPlane, gates: dict[str, bool]) -> None:
     cp._wait("kube-scheduler", ready, 60)
 
 
-def _emulation(cp: ControlPlane) -> list[str]:
-    """The scheduler and the controllers behave as the API server's minor (their gates default as that minor's)."""
-    return ["--emulated-version", cp.emulated_minor] if cp.emulated_minor else []
+def _controllers_release(cp: ControlPlane) -> Release:
+    return components.controller_release(cp.minor, cp.release)
+
+
+def _controller_emulation(cp: ControlPlane) -> list[str]:
+    """The scheduler and the controllers behave as the control plane's minor where their release is newer (their gates
+    default as that minor's)."""
+    return ["--emulated-version", cp.minor] if _controllers_release(cp).minor != cp.minor else []
+
+
+def _gates(cp: ControlPlane) -> dict[str, bool]:
+    """The feature gates of every component: the minor's DRA switch where DRA is beta and off (1.32, 1.33), which the
+    scheduler and the resource-claim controller need as much as the API server, and the control plane's own."""
+    gate = _DRA_BETA_SWITCHES.get(cp.minor, ("", ""))[1]
+    return {k: v == "true" for k, v in (item.split("=") for item in gate.split(",") if item)} | cp.feature_gates

@@ -67,7 +67,7 @@ class SlicePublisher(Poller):
         self.devices = devices
         self.interval = interval
         self.log: list[Publication] = []
-        self._published: dict[str, tuple[str, str, str]] = {}  # pod UID -> (namespace/name, node, slice apiVersion)
+        self._published: dict[str, tuple[str, str]] = {}  # pod UID -> (namespace/name, node)
         self._stopped: set[str] = set()  # pod UIDs whose containers stopped: never published again
         self._lock = threading.Lock()
         kubelet.on_stop.append(self._unregister)
@@ -98,8 +98,7 @@ class SlicePublisher(Poller):
         ref = f"{meta['namespace']}/{meta['name']}"
         owner = {"apiVersion": "v1", "kind": "Node", "name": node["metadata"]["name"], "uid": node["metadata"]["uid"],
                  "controller": True}
-        version = slices[0]["apiVersion"] if slices else "resource.k8s.io/v1"
-        self._published[meta["uid"]] = (ref, node["metadata"]["name"], version)
+        self._published[meta["uid"]] = (ref, node["metadata"]["name"])
         try:
             for s in slices:
                 obj = copy.deepcopy(s)
@@ -113,8 +112,9 @@ class SlicePublisher(Poller):
         self.log.append(Publication(time.monotonic(), "published", ref, node["metadata"]["name"], len(slices)))
 
     def _wipe(self, uid: str) -> None:
-        ref, node, version = self._published[uid]
-        res = self.kube.resource(version, "ResourceSlice")
+        ref, node = self._published[uid]
+        # the version served now: a control-plane upgrade since the slices were published may have changed it
+        res = self.kube.resource(self.kube.preferred("resource.k8s.io"), "ResourceSlice")
         listed = self.kube.dyn.get(res, label_selector=f"{PUBLISHER_UID}={uid}").items
         for s in listed:
             self.kube.dyn.delete(res, name=s.metadata.name)

@@ -47,6 +47,14 @@ class Kube:
             self.dyn.resources.invalidate_cache()  # a CRD installed since the last discovery
             return self.dyn.resources.get(api_version=api_version, kind=kind)
 
+    def preferred(self, group: str) -> str:
+        """The version of `group` the API server prefers now ("resource.k8s.io/v1"): the one every minor serves it in
+        (1.33 serves resource.k8s.io at v1beta2 only)."""
+        for g in k8s.ApisApi(self.api).get_api_versions().groups:
+            if g.name == group and g.preferred_version is not None:
+                return str(g.preferred_version.group_version)
+        raise LookupError(f"the API server serves no {group}")
+
     def apply(self, obj: Obj, *, dry_run: bool = False) -> Obj | Rejection:
         """Server-side apply `obj` (forcing field ownership, as Argo CD's ServerSideApply sync does)."""
         res = self.resource(obj["apiVersion"], obj["kind"])

@@ -17,8 +17,8 @@ EMULATION_WINDOW = 3  # minors below the binary's own that --emulated-version ac
 
 
 def scheduling_plane(minor: str, workdir: Path) -> ControlPlane:
-    """A control plane of its own with the scheduler and the claim controller, at the newest release (emulating
-    `minor`): what a caller creates there stays off the shared API servers."""
+    """A control plane of its own with the scheduler and the claim controller, at the newest release that serves
+    `minor`: what a caller creates there stays off the shared API servers."""
     release, emulated = server_for(minor, newest=True)
     return controlplane.start(release, workdir, emulated_minor=emulated, scheduler=True, controllers=True)
 
@@ -26,8 +26,9 @@ def scheduling_plane(minor: str, workdir: Path) -> ControlPlane:
 def server_for(minor: str, newest: bool = False) -> tuple[Release, str | None]:
     """(release to run, minor to emulate or None) for a cluster of Kubernetes `minor`: its own release if one is
     built, else the oldest built release whose emulation window holds it. With `newest`, the newest release that
-    can serve it: the scheduler and controllers are built at the newest release only, and may not be newer than
-    the API server (version skew policy), so a control plane with them runs every binary at one release."""
+    can serve it: the one binary then serves the minors after it too, as a control-plane upgrade needs
+    (controlplane.restart on the same etcd). The scheduler and controllers run at the API server's release
+    (harness/build.d/kubernetes.sh builds them at each), so a control plane never breaks the version skew policy."""
     releases = sorted(components.apiserver_releases(), key=lambda r: int(r.minor.split(".")[1]), reverse=newest)
     wanted = int(minor.split(".")[1])
     for release in releases:

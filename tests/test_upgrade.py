@@ -388,6 +388,22 @@ def test_kubernetes_1_32_to_1_33_rewrites_the_claims_in_v1beta2_and_restarts_not
     assert statuses.get("ResourceClaimTemplate") == "changed" and "replaced" not in statuses.values(), statuses
 
 
+@pytest.mark.parametrize(("base", "head", "serving"), [("1.32", "1.33", "resource.k8s.io/v1beta1=true"),
+                                                       ("1.33", "1.34", "resource.k8s.io/v1beta2=true"),
+                                                       ("1.34", "1.35", None)])
+def test_the_upgraded_control_plane_serves_the_running_trees_beta_version_until_the_step_is_synced(
+        tmp_path: Path, base: str, head: str, serving: str | None) -> None:
+    """1.34 serves v1beta2 only on request (kube-apiserver v1.34.4 pkg/controlplane/instance.go
+    betaAPIGroupVersionsDisabledByDefault): until the v1 tree is synced, Argo CD compares the running v1beta2 one, so the
+    plan says how to start the new API server, in words and as the check's data."""
+    fleet = given(tmp_path, cluster_doc("c1", kubernetes=base, pools=[H100]), [TRAIN])
+    change(fleet, {"kubernetesVersion": head})
+    (step,) = upgrade_fleet(fleet, "base").clusters[0].steps
+    check = step.before[0]
+    assert check.kind == "server-version" and check.target.get("runtimeConfig") == serving
+    assert (f"--runtime-config={serving}" in check.text) == (serving is not None)
+
+
 def test_another_teams_clusterpolicy_goes_by_its_owner_before_the_gpucluster_comes(tmp_path: Path) -> None:
     """In mode patch the ClusterPolicy is not gpuc's to delete: step 1 retires gpuc's DRA driver release and waits for the
     owner to remove the ClusterPolicy; step 2 deploys the GPUCluster."""

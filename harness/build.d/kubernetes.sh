@@ -1,5 +1,5 @@
-# kube-apiserver (one build per release in KUBE_APISERVER_RELEASES), and at the newest release kube-scheduler,
-# kube-controller-manager and kubectl, from the Go module proxy.
+# kube-apiserver, kube-scheduler and kube-controller-manager at the releases versions.env names for each, and kubectl
+# at the newest release, from the Go module proxy.
 # Sourced by harness/build.sh after harness/lib.sh ($cache, $here, say, fail, build); never run.
 # shellcheck shell=bash
 
@@ -36,19 +36,15 @@ kube_ldflags() {
 }
 
 newest="$KUBE_SCHEDULER_RELEASE"
-# Built at the newest release only: the scheduler and controllers may not be newer than the API server
-# they talk to, so tests run them beside the newest API server (emulating older minors).
-NEWEST_COMMANDS="kube-apiserver kube-scheduler kube-controller-manager kubectl"
-for release in $KUBE_APISERVER_RELEASES; do
-  if [ "$release" = "$newest" ]; then
-    dir="$(kube_module "$release" $NEWEST_COMMANDS)"
-  else
-    dir="$(kube_module "$release" kube-apiserver)"
-  fi
-  build "kube-apiserver-$release" k8s.io/kubernetes/cmd/kube-apiserver "$dir" "$release" -ldflags "$(kube_ldflags "$release")"
+# Per release, the commands versions.env asks of it: kube-apiserver (KUBE_APISERVER_RELEASES), kube-scheduler and
+# kube-controller-manager (KUBE_CONTROLLER_RELEASES), kubectl at the newest; one module per release.
+for release in $(printf '%s\n' $KUBE_APISERVER_RELEASES $KUBE_CONTROLLER_RELEASES | sort -uV); do
+  cmds=()
+  case " $KUBE_APISERVER_RELEASES " in *" $release "*) cmds+=(kube-apiserver) ;; esac
+  case " $KUBE_CONTROLLER_RELEASES " in *" $release "*) cmds+=(kube-scheduler kube-controller-manager) ;; esac
+  [ "$release" = "$newest" ] && cmds+=(kubectl)
+  dir="$(kube_module "$release" "${cmds[@]}")"
+  for cmd in "${cmds[@]}"; do
+    build "$cmd-$release" "k8s.io/kubernetes/cmd/$cmd" "$dir" "$release" -ldflags "$(kube_ldflags "$release")"
+  done
 done
-dir="$(kube_module "$newest" $NEWEST_COMMANDS)"
-for cmd in kube-scheduler kube-controller-manager kubectl; do
-  build "$cmd-$KUBE_SCHEDULER_RELEASE" "k8s.io/kubernetes/cmd/$cmd" "$dir" "$KUBE_SCHEDULER_RELEASE" -ldflags "$(kube_ldflags "$KUBE_SCHEDULER_RELEASE")"
-done
-

@@ -41,7 +41,6 @@ Deployments' pods are reported Running); the DRA driver 0.5.1 chart is rendered 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -221,31 +220,31 @@ def test_a_mig_layout_changes_under_a_running_notebook(tmp_path: Path) -> None:
         t.assert_manages_the_head(removed_apps=set())
 
 
-def test_a_kubernetes_minor_upgrade_keeps_every_claim_and_pod(tmp_path: Path) -> None:
-    """Kubernetes 1.34 -> 1.35: the plan's one step needs the control plane upgraded first, which the test does as a
-    user would: the API server, scheduler and controllers restarted at 1.35 on the same etcd. The pod runs on with its
-    claim (same UIDs) through the upgrade and the 1.35 tree's sync.
-
-    Not 1.33 -> 1.34, the minor where the served resource.k8s.io version changes (v1beta2 -> v1): the harness builds
-    kube-scheduler and kube-controller-manager only at 1.37 (versions.env KUBE_SCHEDULER_RELEASE), which emulate
-    back to 1.34 and refuse 1.33 ("emulation version 1.33 is not between [1.34, 1.37.0]"), so no 1.33 cluster here
-    has a scheduler, a garbage collector or the DaemonSet controller a synced cluster needs."""
-    change = spec_change(lambda spec: spec.update(kubernetesVersion="1.35"))
-    with Transition.start(tmp_path / "run", given(tmp_path, [H100], [TRAIN], **NO_OPERATOR), change,
-                          gpu_nodes={"h100-0": 2}) as t:
+def test_a_kubernetes_minor_upgrade_that_changes_the_served_dra_version_keeps_every_claim_and_pod(tmp_path: Path) -> None:
+    """Kubernetes 1.33 -> 1.34, the minor where resource.k8s.io goes from v1beta2 (a beta API, served on request) to v1.
+    The plan's one step needs the control plane upgraded first, serving the running tree's v1beta2 until the step is
+    synced (1.34 serves it only on request); the test does as the plan says: the API server, scheduler and controllers
+    of Kubernetes 1.34.4 restarted from emulating 1.33 to 1.34 on the same etcd, with that --runtime-config. The tree is
+    then written in v1, with the same claim names (hashed from the v1 shape), so Argo CD updates the objects it has:
+    the pod runs on with its claim (same UIDs) through the upgrade and the sync."""
+    change = spec_change(lambda spec: spec.update(kubernetesVersion="1.34"))
+    beta = {"warning": "dra-beta", "reason": "the test's 1.33 control plane turns DRA on"}
+    base = given(tmp_path, [H100], [TRAIN], kubernetes="1.33", **{**NO_OPERATOR, "acknowledge": [*NO_OPERATOR["acknowledge"], beta]})
+    with Transition.start(tmp_path / "run", base, change, gpu_nodes={"h100-0": 2}) as t:
         t.sync_base()
         t.start_pods()
-        assert server_minor(t.run.cp) == "1.34"
+        assert server_minor(t.run.cp) == "1.33" and t.kube.preferred("resource.k8s.io") == "resource.k8s.io/v1beta2"
         steps = drive(t, change, tmp_path, ["kubernetes-minor"])
         (step,) = steps
         assert [c["kind"] for c in step["before"]] == ["server-version", "manual"]
-        assert server_minor(t.run.cp) == "1.35" and t.manual == [step["before"][1]["text"]]
-        served = json.loads(t.run.cp.get("/apis/resource.k8s.io")[1])["preferredVersion"]["version"]
-        assert served == "v1" and {f["pod"]: f["fate"] for f in step["pods"]} == {"research/train-0": "kept"}
+        assert step["before"][0]["target"] == {"minor": "1.34", "runtimeConfig": "resource.k8s.io/v1beta2=true"}
+        assert server_minor(t.run.cp) == "1.34" and t.manual == [step["before"][1]["text"]]
+        assert t.kube.preferred("resource.k8s.io") == "resource.k8s.io/v1"
+        assert {f["pod"]: f["fate"] for f in step["pods"]} == {"research/train-0": "kept"}
+        assert {yaml.safe_load(f.read_text())["apiVersion"] for f in t.run.tree.glob("*-resourceclaimtemplate-*.yaml")} == \
+            {"resource.k8s.io/v1"}
         assert double_publishers(t) == []
         t.assert_manages_the_head(removed_apps=set())
-
-
 
 
 def test_the_gpu_operator_moves_from_its_clusterpolicy_to_a_gpucluster(tmp_path: Path) -> None:

@@ -89,8 +89,10 @@ class Catalog:
             by_node.setdefault(s["spec"]["nodeName"], []).append(s)
         for node, slices in by_node.items():
             key = (plugin, node, layout.get(node, ""))
-            assert self.entries.get(key, slices) == slices, f"two fleets model {key} differently"
-            self.entries[key] = slices
+            # the same devices, whichever resource.k8s.io version each fleet's minor writes them in (1.33: v1beta2); the
+            # first fleet's (the base's) kept: a plugin publishes in the version its cluster served when the run began
+            assert _unversioned(self.entries.get(key, slices)) == _unversioned(slices), f"two fleets model {key} differently"
+            self.entries.setdefault(key, slices)
         return plugin
 
     def devices(self, plugin: tuple[str, str], node: Obj) -> list[Obj]:
@@ -286,7 +288,8 @@ def _watch(cp: controlplane.ControlPlane, kubelet: KubeletStandIn, catalog: Cata
     """The watches and stand-ins a transition runs beside its control plane (Live's fields)."""
     started: list[Any] = []
     try:
-        for api, kind in (("apps/v1", "DaemonSet"), ("resource.k8s.io/v1", "ResourceSlice"), ("v1", "Node")):
+        resources = Kube(cp).preferred("resource.k8s.io")  # v1beta2 at 1.33; kept served through an upgrade by the plan
+        for api, kind in (("apps/v1", "DaemonSet"), (resources, "ResourceSlice"), ("v1", "Node")):
             started.append(Recorder(cp, api, kind))
         if mig_manager:
             catalog.mig = MigManagerStandIn(cp, list(gpu_nodes))
@@ -517,7 +520,7 @@ def pod_record(kube: Kube, key: str) -> PodRecord | None:
         claim_name = ref.get("resourceClaimName") or generated.get(ref["name"])
         if not claim_name:
             return None
-        claim = kube.get("resource.k8s.io/v1", "ResourceClaim", claim_name, ns)
+        claim = kube.get(kube.preferred("resource.k8s.io"), "ResourceClaim", claim_name, ns)
         status = (claim or {}).get("status") or {}
         if claim is None or not status.get("allocation") or \
                 pod["metadata"]["uid"] not in {r.get("uid") for r in status.get("reservedFor") or []}:
@@ -541,7 +544,7 @@ def allocated_devices(kube: Kube, key: str) -> set[tuple[str, str]]:
     assert record is not None, f"{key} is not running"
     out = set()
     for claim_name in record.claims:
-        claim = kube.get("resource.k8s.io/v1", "ResourceClaim", claim_name, ns) or {}
+        claim = kube.get(kube.preferred("resource.k8s.io"), "ResourceClaim", claim_name, ns) or {}
         for r in claim["status"]["allocation"]["devices"]["results"]:
             out.add((r["pool"], r["device"]))
     return out
@@ -652,6 +655,10 @@ def both_plugins(t: Live, since: float = 0.0) -> list[str]:
     return out
 
 
+def _unversioned(slices: list[Obj]) -> list[Obj]:
+    return [{k: v for k, v in s.items() if k != "apiVersion"} for s in slices]
+
+
 # -- the plan's checks, against the live cluster ---------------------------------------------------------------------
 
 def kube_object(kube: Kube, target: Obj) -> Obj | None:
@@ -695,6 +702,8 @@ class Checks:
         elif kind == "no-gpu-pods":
             self.drained += t.drain(target["nodes"])
         elif kind == "server-version" and server_minor(t.cp) != target["minor"]:
+            if target.get("runtimeConfig"):  # the running tree's beta version, served until the step is synced
+                t.cp.runtime_config = ",".join(c for c in (t.cp.runtime_config, target["runtimeConfig"]) if c)
             controlplane.restart(t.cp, target["minor"])  # the user upgrades the control plane, etcd kept
         elif kind == "node-labels":  # the node provisioner applies node-labels.yaml (None: the label goes)
             for n in target["nodes"]:
@@ -733,7 +742,7 @@ class Checks:
             app = app or {}
             return target["finalizer"] in (app.get("metadata") or {}).get("finalizers", [])
         if kind in ("slices", "no-slices"):
-            served = {s["spec"].get("nodeName") for s in kube.items("resource.k8s.io/v1", "ResourceSlice")
+            served = {s["spec"].get("nodeName") for s in kube.items(kube.preferred("resource.k8s.io"), "ResourceSlice")
                       if s["spec"].get("driver") == target["driver"] and s["spec"].get("devices")}
             return set(target["nodes"]) <= served if kind == "slices" else not set(target["nodes"]) & served
         if kind == "no-gpu-pods":

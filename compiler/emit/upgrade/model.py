@@ -20,7 +20,8 @@ class Check:
     - allocatable: every node of {nodes} advertises {resource}: {count}
     - node-label: every node of {nodes} carries {label}: {value}
     - node-labels: every node of {nodes} carries {labels} (a null value: the label is absent)
-    - server-version: the API server reports Kubernetes {minor}
+    - server-version: the API server reports Kubernetes {minor}, started with --runtime-config {runtimeConfig} where
+      the target has one (the running tree's beta resource.k8s.io version, until the step is synced)
     - ready: the custom resource {apiVersion, kind, name} reports status.state {state}
     - cordoned / uncordoned: the nodes of {nodes} are unschedulable (or schedulable again); a step's own action
     - deleted: the object {apiVersion, kind, name} is deleted by hand (background propagation) once the step is deployed;

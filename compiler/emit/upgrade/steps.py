@@ -255,9 +255,11 @@ def _kubernetes(before: Shape, after: Shape, hazard: Hazard, busy: dict[str, tup
         f"; it keeps serving {before.api_version} (the version the running tree is written in) until this step is synced: "
         f"where {before.api_version} is a beta API the new minor serves only on request, start it with "
         f"--runtime-config={before.api_version}=true until then")
+    # what the API server is started with meanwhile, as data: the running tree's beta version, served only on request
+    serving = {"runtimeConfig": f"{before.api_version}=true"} if keep and "beta" in before.api_version else {}
     return [Step(0, f"Write the tree for Kubernetes {after.kubernetes}", None, answers=(KUBERNETES,),
                  before=[Check(f"the control plane runs Kubernetes {after.kubernetes} (`kubectl version`){keep}", "server-version",
-                               {"minor": after.kubernetes}),
+                               {"minor": after.kubernetes, **serving}),
                          Check("the kubelets follow the control plane (they may lag it, never lead it): upgrade them after it",
                                "manual")],
                  done=_rendered_synced(after))]
