@@ -186,7 +186,6 @@ def _start_apiserver(cp: ControlPlane) -> None:
     tokens = cp.workdir / "tokens.csv"
     tokens.write_text(f'{ADMIN_TOKEN},admin,1,"system:masters"\n{VIEWER_TOKEN},viewer,2\n')
     runtime = _DRA_BETA_SWITCHES.get(cp.minor, ("", ""))[0]
-    all_gates = _gates(cp)
     cp.port = cp.port or free_port()
     argv = [
         str(components.binary(f"kube-apiserver-{cp.release.version}")),
@@ -201,8 +200,7 @@ def _start_apiserver(cp: ControlPlane) -> None:
     runtime_all = ",".join(x for x in (runtime, runtime_config or "") if x)
     if runtime_all:
         argv += ["--runtime-config", runtime_all]
-    if all_gates:
-        argv += ["--feature-gates", _gates_flag(all_gates)]
+    argv += _gates_args(cp)
     if cp.emulated_minor:
         argv += ["--emulated-version", cp.emulated_minor]
     cp._spawn("kube-apiserver", [*argv, *extra])
@@ -230,7 +228,7 @@ def _start_controllers(cp: ControlPlane, workloads: bool = False) -> None:
         "resourcequota-controller"
         + ("," + WORKLOAD_CONTROLLERS if workloads else ""),
         "--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", "0", "--use-service-account-credentials=false",
-        *_controller_emulation(cp), *(["--feature-gates", _gates_flag(_gates(cp))] if _gates(cp) else []),
+        *_controller_emulation(cp), *_gates_args(cp),
     ])
     cp._wait("kube-controller-manager", lambda: cp.get("/api/v1/namespaces/default/serviceaccounts/default")[0] == 200, 60)
 
@@ -249,10 +247,9 @@ def _start_scheduler(cp: ControlPlane) -> None:
     argv = [
         str(components.binary(f"kube-scheduler-{_controllers_release(cp).version}")),
         "--config", str(config), "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig,
-        "--bind-address", "127.0.0.1", "--secure-port", str(port), "--cert-dir", str(cp.workdir / "scheduler-certs"), *_controller_emulation(cp),
+        "--bind-address", "127.0.0.1", "--secure-port", str(port), "--cert-dir", str(cp.workdir / "scheduler-certs"),
+        *_controller_emulation(cp), *_gates_args(cp),
     ]
-    if _gates(cp):
-        argv += ["--feature-gates", _gates_flag(_gates(cp))]
     cp._spawn("kube-scheduler", argv)
     # /readyz holds until the scheduler's informers have synced (always allowed without credentials)
     insecure = ssl.create_default_context()
@@ -278,8 +275,9 @@ def _controller_emulation(cp: ControlPlane) -> list[str]:
     return ["--emulated-version", cp.minor] if _controllers_release(cp).minor != cp.minor else []
 
 
-def _gates(cp: ControlPlane) -> dict[str, bool]:
-    """The feature gates of every component: the minor's DRA switch where DRA is beta and off (1.32, 1.33), which the
+def _gates_args(cp: ControlPlane) -> list[str]:
+    """--feature-gates of every component: the minor's DRA switch where DRA is beta and off (1.32, 1.33), which the
     scheduler and the resource-claim controller need as much as the API server, and the control plane's own."""
     gate = _DRA_BETA_SWITCHES.get(cp.minor, ("", ""))[1]
-    return {k: v == "true" for k, v in (item.split("=") for item in gate.split(",") if item)} | cp.feature_gates
+    gates = {k: v == "true" for k, v in (item.split("=") for item in gate.split(",") if item)} | cp.feature_gates
+    return ["--feature-gates", _gates_flag(gates)] if gates else []

@@ -181,6 +181,16 @@ def device_plugin_values(cluster: ResolvedCluster) -> dict[str, Any]:
     return {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}}
 
 
+def operator_release(cluster: ResolvedCluster, values: dict[str, Any]) -> HelmRelease:
+    """The GPU Operator chart's release, in either mode; what it stops rendering is pruned in the background (its
+    ClusterPolicy never goes in the foreground: facts/data/operators.yaml prunePropagation)."""
+    facts, op = gpu_operator(), cluster.spec.gpu_operator
+    return HelmRelease(name=facts["releaseName"], namespace=op.namespace,
+                       chart=ChartRef(facts["chart"]["name"], facts["chart"]["repository"], op.version or ""),
+                       values=values, wave=Wave.CHARTS, component="gpu-operator", origin=cluster.intent.source,
+                       prune_propagation=facts["prunePropagation"])
+
+
 def lower_node_config(cluster: ResolvedCluster, driver_values: dict[str, Any]
                       ) -> tuple[list[HelmRelease], list[KubeObject], dict[str, dict[str, str]]]:
     facts = gpu_operator()
@@ -189,21 +199,12 @@ def lower_node_config(cluster: ResolvedCluster, driver_values: dict[str, Any]
     releases: list[HelmRelease] = []
     objects: list[KubeObject] = []
     if op.mode == "gpuCluster":
-        releases.append(HelmRelease(
-            name=facts["releaseName"], namespace=op.namespace,
-            chart=ChartRef(facts["chart"]["name"], facts["chart"]["repository"], op.version or ""),
-            values=gpu_cluster_values(cluster, driver_values), wave=Wave.CHARTS, component="gpu-operator",
-            prune_propagation=facts["prunePropagation"], origin=ref))
+        releases.append(operator_release(cluster, gpu_cluster_values(cluster, driver_values)))
         labels = pool_labels(cluster)
         return releases, node_patches(cluster, labels), labels
     settings = operator_settings(cluster)
     if op.mode == "helm":
-        releases.append(HelmRelease(
-            name=facts["releaseName"], namespace=op.namespace,
-            chart=ChartRef(facts["chart"]["name"], facts["chart"]["repository"], op.version or ""),
-            values={**settings, **nfd_tolerations(cluster), **held_resource(cluster)}, wave=Wave.CHARTS, component="gpu-operator",
-            prune_propagation=facts["prunePropagation"],
-            origin=ref))
+        releases.append(operator_release(cluster, {**settings, **nfd_tolerations(cluster), **held_resource(cluster)}))
     elif op.mode == "patch":
         objects.append(make_object(
             "nvidia.com/v1", "ClusterPolicy", facts["clusterPolicyName"], wave=Wave.NODE_CONFIG,
